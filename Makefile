@@ -1,0 +1,56 @@
+# jobqueue: PGXS build of the PostgreSQL extension.
+# The client library (C++) is a separate CMake tree under client/.
+
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" extension/jobqueue.control)
+
+# The control file lives under extension/, so EXTENSION stays unset and the
+# control file is installed as plain DATA into share/extension.
+MODULEDIR = extension
+DATA = extension/jobqueue.control \
+	extension/scripts/jobqueue--1.0.sql
+
+MODULE_big = jobqueue
+OBJS = \
+	extension/src/jobqueue.o \
+	extension/src/settings.o \
+	extension/src/plans.o \
+	extension/src/args.o \
+	extension/src/errortext.o \
+	extension/src/push.o \
+	extension/src/reserve.o \
+	extension/src/complete.o \
+	extension/src/failed.o \
+	extension/src/reports.o \
+	extension/src/grants.o
+
+PG_CPPFLAGS = -I$(srcdir)/extension/src
+
+REGRESS = \
+	push \
+	reserve \
+	complete \
+	reports \
+	failed \
+	errors \
+	clock \
+	privileges \
+	schema
+REGRESS_OPTS = --load-extension=jobqueue
+
+ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=tests/isolation --load-extension=jobqueue
+
+EXTRA_CLEAN = results regression.diffs regression.out output_iso
+
+# No LLVM bitcode: JIT inlining of these functions gains nothing, and it
+# would make clang a build dependency.
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+.PHONY: version-check
+# META.json must carry the control file's version.
+version-check:
+	@grep -q '"version": "$(EXTVERSION)"' META.json || { echo "META.json version differs from $(EXTVERSION)"; exit 1; }

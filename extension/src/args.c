@@ -1,0 +1,227 @@
+/*-------------------------------------------------------------------------
+ *
+ * args.c
+ *	  Argument checks shared by every SQL function.
+ *
+ * The functions are declared non-STRICT so a NULL can be answered with a
+ * clear error instead of a silent NULL result.  The rules (API.md):
+ *   - NULL for an argument that has a default means that default;
+ *   - NULL for an argument without a default raises 22004;
+ *   - a bad value raises 22023, an over-long one 54000;
+ *   - the message names the argument and says what is allowed.
+ * All checks run before anything is written, so a failed call changes
+ * nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+
+/* 22004 when a required argument is NULL. */
+void
+ArgRequire(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", argname)));
+}
+
+/* A name-like text: 1 to max_chars characters. */
+void
+CheckNameText(text *value, const char *argname, int max_chars)
+{
+	int			bytes = VARSIZE_ANY_EXHDR(value);
+	int			chars;
+
+	if (bytes == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be empty", argname),
+				 errdetail("It must be 1 to %d characters long.", max_chars)));
+	/* a character is at least one byte: only long inputs need counting */
+	if (bytes <= max_chars)
+		return;
+	chars = pg_mbstrlen_with_len(VARDATA_ANY(value), bytes);
+	if (chars > max_chars)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" is too long (%d characters)", argname, chars),
+				 errdetail("It must be 1 to %d characters long.", max_chars)));
+}
+
+/* A required name; NULL is 22004, or the default when there is one. */
+text *
+ArgNameText(FunctionCallInfo fcinfo, int argno, const char *argname,
+			const char *default_value, int max_chars)
+{
+	text	   *value;
+
+	if (PG_ARGISNULL(argno))
+	{
+		if (default_value == NULL)
+			ArgRequire(fcinfo, argno, argname);
+		return cstring_to_text(default_value);
+	}
+	value = PG_GETARG_TEXT_PP(argno);
+	CheckNameText(value, argname, max_chars);
+	return value;
+}
+
+/* A name whose default is NULL (no value). */
+text *
+ArgOptionalNameText(FunctionCallInfo fcinfo, int argno, const char *argname,
+					int max_chars)
+{
+	text	   *value;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	value = PG_GETARG_TEXT_PP(argno);
+	CheckNameText(value, argname, max_chars);
+	return value;
+}
+
+/* A worker's name is informative only: NULL is '', a long one is cut. */
+text *
+ArgWorkerText(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *value;
+	int			bytes;
+	int			keep;
+
+	if (PG_ARGISNULL(argno))
+		return cstring_to_text("");
+	value = PG_GETARG_TEXT_PP(argno);
+	bytes = VARSIZE_ANY_EXHDR(value);
+	if (bytes <= JQ_WORKER_NAME_MAX)
+		return value;
+	keep = pg_mbcharcliplen(VARDATA_ANY(value), bytes, JQ_WORKER_NAME_MAX);
+	return cstring_to_text_with_len(VARDATA_ANY(value), keep);
+}
+
+/* An integer within [min_value, max_value]; NULL means the default. */
+int32
+ArgInt(FunctionCallInfo fcinfo, int argno, const char *argname,
+	   int32 default_value, int32 min_value, int32 max_value)
+{
+	int32		value;
+
+	if (PG_ARGISNULL(argno))
+		return default_value;
+	value = PG_GETARG_INT32(argno);
+	if (value < min_value || value > max_value)
+	{
+		if (max_value == PG_INT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"%s\" must be at least %d, got %d",
+							argname, min_value, value)));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between %d and %d, got %d",
+						argname, min_value, max_value, value)));
+	}
+	return value;
+}
+
+static Interval *
+IntervalFromText(const char *text_value)
+{
+	return DatumGetIntervalP(DirectFunctionCall3(interval_in,
+												 CStringGetDatum(text_value),
+												 ObjectIdGetDatum(InvalidOid),
+												 Int32GetDatum(-1)));
+}
+
+static int
+IntervalCompare(Interval *a, Interval *b)
+{
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp,
+											 IntervalPGetDatum(a),
+											 IntervalPGetDatum(b)));
+}
+
+static char *
+IntervalText(Interval *span)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out,
+											   IntervalPGetDatum(span)));
+}
+
+/*
+ * An interval argument.  With default_value NULL the argument is required;
+ * otherwise NULL means that default.
+ */
+Interval *
+ArgInterval(FunctionCallInfo fcinfo, int argno, const char *argname,
+			const char *default_value)
+{
+	if (PG_ARGISNULL(argno))
+	{
+		if (default_value == NULL)
+			ArgRequire(fcinfo, argno, argname);
+		return IntervalFromText(default_value);
+	}
+	return PG_GETARG_INTERVAL_P(argno);
+}
+
+/* A delay: zero or more. */
+void
+CheckNonNegativeInterval(Interval *span, const char *argname)
+{
+	Interval	zero = {0, 0, 0};
+
+	if (IntervalCompare(span, &zero) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be negative, got %s",
+						argname, IntervalText(span))));
+}
+
+/* A lease: from 1 second to 1 day. */
+void
+CheckLeaseInterval(Interval *span, const char *argname)
+{
+	Interval	one_second = {USECS_PER_SEC, 0, 0};
+	Interval	one_day = {USECS_PER_DAY, 0, 0};
+
+	if (IntervalCompare(span, &one_second) < 0 ||
+		IntervalCompare(span, &one_day) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between 1 second and 1 day, got %s",
+						argname, IntervalText(span))));
+}
+
+/*
+ * A payload: NULL means '{}'; at most jobqueue.max_payload_bytes as text.
+ * The text form is measured: the binary one can be far smaller (1e100000
+ * prints as a hundred thousand digits) or larger (per-element headers).
+ */
+Jsonb *
+ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	Jsonb	   *payload;
+	int			binary_bytes;
+	size_t		text_bytes;
+	char	   *rendered;
+
+	if (PG_ARGISNULL(argno))
+		return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	payload = PG_GETARG_JSONB_P(argno);
+	binary_bytes = VARSIZE(payload) - VARHDRSZ;
+	rendered = JsonbToCString(NULL, &payload->root, binary_bytes);
+	text_bytes = strlen(rendered);
+	pfree(rendered);
+	if (text_bytes > (size_t) jobqueue_max_payload_bytes)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" is too large (more than %d bytes as text)",
+						argname, jobqueue_max_payload_bytes),
+				 errdetail("Payloads are limited to jobqueue.max_payload_bytes = %d bytes.",
+						   jobqueue_max_payload_bytes)));
+	return payload;
+}

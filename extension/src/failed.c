@@ -1,0 +1,125 @@
+/*-------------------------------------------------------------------------
+ *
+ * failed.c
+ *	  Failed-job management: count, list, retry, forget.
+ *
+ * A failed row is keyed by its job's id.  A retry moves the row back to
+ * queue_jobs under that id in one statement, so a job is never in both
+ * tables nor in neither.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(jobqueue_failed_count);
+PG_FUNCTION_INFO_V1(jobqueue_failed_rows);
+PG_FUNCTION_INFO_V1(jobqueue_retry_failed);
+PG_FUNCTION_INFO_V1(jobqueue_forget_failed);
+
+/* queue_failed_count(): rows in the failed table. */
+Datum
+jobqueue_failed_count(PG_FUNCTION_ARGS)
+{
+	bool		isnull;
+	int64		count;
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_FAILED_COUNT), NULL, NULL, false, SPI_OK_SELECT);
+	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+
+	PG_RETURN_INT64(count);
+}
+
+/* queue_failed_rows(max_rows): the newest failed rows first. */
+Datum
+jobqueue_failed_rows(PG_FUNCTION_ARGS)
+{
+	int32		max_rows = ArgInt(fcinfo, 0, "max_rows", 50, 1, PG_INT32_MAX);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		args[1];
+
+	InitMaterializedSRF(fcinfo, 0);
+	args[0] = Int32GetDatum(max_rows);
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_FAILED_ROWS), args, NULL, false, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
+	}
+	SPI_finish();
+
+	return (Datum) 0;
+}
+
+/*
+ * queue_retry_failed(id, max_attempts): requeue one failed job (all when id
+ * is NULL) under its original id, attempts 0, due now, no unique key.
+ * Returns how many were requeued.
+ */
+Datum
+jobqueue_retry_failed(PG_FUNCTION_ARGS)
+{
+	int32		max_attempts = ArgInt(fcinfo, 1, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	int64		moved;
+
+	if (PG_ARGISNULL(0))
+		nulls[0] = 'n';
+	else
+		args[0] = PG_GETARG_DATUM(0);
+	args[1] = Int32GetDatum(max_attempts);
+	args[2] = TimestampTzGetDatum(QueueNow());
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_RETRY_FAILED), args, nulls, false, SPI_OK_INSERT);
+	moved = (int64) SPI_processed;
+	SPI_finish();
+
+	PG_RETURN_INT64(moved);
+}
+
+/*
+ * queue_forget_failed(id, before, all_rows): delete failed rows by id, or
+ * older than before, or all.  Exactly one of the three must be given, so a
+ * forgotten argument never turns into an unconditional delete.
+ */
+Datum
+jobqueue_forget_failed(PG_FUNCTION_ARGS)
+{
+	bool		by_id = !PG_ARGISNULL(0);
+	bool		by_age = !PG_ARGISNULL(1);
+	bool		all_rows = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
+	Datum		args[2] = {0, 0};
+	char		nulls[2] = {'n', 'n'};
+	int64		deleted;
+
+	if ((int) by_id + (int) by_age + (int) all_rows != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("queue_forget_failed needs exactly one of \"id\", \"before\" or \"all_rows => true\""),
+				 errdetail("Got %d of them.", (int) by_id + (int) by_age + (int) all_rows)));
+	if (by_id)
+	{
+		args[0] = PG_GETARG_DATUM(0);
+		nulls[0] = ' ';
+	}
+	if (by_age)
+	{
+		args[1] = PG_GETARG_DATUM(1);
+		nulls[1] = ' ';
+	}
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_FORGET_FAILED), args, nulls, false, SPI_OK_DELETE);
+	deleted = (int64) SPI_processed;
+	SPI_finish();
+
+	PG_RETURN_INT64(deleted);
+}

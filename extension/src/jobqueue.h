@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * jobqueue.h
+ *	  Declarations shared by the jobqueue extension's C files.
+ *
+ * The extension is a set of SQL-callable functions over two tables
+ * (queue_jobs, queue_failed_jobs).  Each file holds one concern:
+ *   settings.c  - GUCs and the queue's clock
+ *   plans.c     - SPI plans prepared once per backend, schema-qualified
+ *   args.c      - argument checks shared by every function
+ *   errortext.c - cutting stored error text to its limit
+ *   push.c, reserve.c, complete.c, failed.c, reports.c, grants.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JOBQUEUE_H
+#define JOBQUEUE_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "fmgr.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+/* Limits of the contract (API.md, "Precise rules"). */
+#define JQ_QUEUE_NAME_MAX		64		/* characters */
+#define JQ_JOB_NAME_MAX			200		/* characters */
+#define JQ_UNIQUE_KEY_MAX		200		/* characters */
+#define JQ_WORKER_NAME_MAX		200		/* characters; longer names are cut */
+#define JQ_MAX_ATTEMPTS_LIMIT	1000000
+#define JQ_MAX_JOBS_LIMIT		10000
+#define JQ_ERROR_TEXT_MAX		60000	/* bytes, marker included */
+
+/* settings.c */
+extern int	jobqueue_max_payload_bytes;
+extern void JobqueueDefineSettings(void);
+extern TimestampTz QueueNow(void);
+extern TimestampTz QueueTimeAfter(TimestampTz base, Interval *span);
+
+/* plans.c: one entry per fixed statement the extension runs */
+typedef enum QueuePlanId
+{
+	PLAN_PUSH,
+	PLAN_PUSH_UNIQUE,
+	PLAN_FIND_UNIQUE_HOLDER,
+	PLAN_PROMOTE_DUE,
+	PLAN_CLAIM,
+	PLAN_DELETE,
+	PLAN_LOCK_CLAIMED,
+	PLAN_RELEASE,
+	PLAN_MOVE_TO_FAILED,
+	PLAN_EXTEND,
+	PLAN_PENDING_ALL,
+	PLAN_PENDING_QUEUE,
+	PLAN_STATS,
+	PLAN_FAILED_COUNT,
+	PLAN_FAILED_ROWS,
+	PLAN_RETRY_FAILED,
+	PLAN_FORGET_FAILED,
+	PLAN_TIER_FUNCTIONS,
+	NUM_QUEUE_PLANS
+} QueuePlanId;
+
+extern SPIPlanPtr QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id);
+extern const char *QueueSchemaName(void);
+extern int	QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls,
+						 bool read_only, int expected);
+
+/* args.c */
+extern void ArgRequire(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern text *ArgNameText(FunctionCallInfo fcinfo, int argno, const char *argname,
+						 const char *default_value, int max_chars);
+extern text *ArgOptionalNameText(FunctionCallInfo fcinfo, int argno,
+								 const char *argname, int max_chars);
+extern void CheckNameText(text *value, const char *argname, int max_chars);
+extern text *ArgWorkerText(FunctionCallInfo fcinfo, int argno);
+extern int32 ArgInt(FunctionCallInfo fcinfo, int argno, const char *argname,
+					int32 default_value, int32 min_value, int32 max_value);
+extern Interval *ArgInterval(FunctionCallInfo fcinfo, int argno,
+							 const char *argname, const char *default_value);
+extern void CheckNonNegativeInterval(Interval *span, const char *argname);
+extern void CheckLeaseInterval(Interval *span, const char *argname);
+extern Jsonb *ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname);
+
+/* errortext.c */
+extern text *ArgErrorText(FunctionCallInfo fcinfo, int argno);
+extern text *CutErrorText(const char *message, int len);
+
+/* complete.c: shared by reserve.c's sweep and the completion calls */
+extern bool MoveClaimedToFailed(FunctionCallInfo fcinfo, int64 id, int64 token,
+								text *error, TimestampTz now);
+
+#endif							/* JOBQUEUE_H */

@@ -1,0 +1,309 @@
+/*-------------------------------------------------------------------------
+ *
+ * plans.c
+ *	  The fixed statements of the extension, prepared once per backend.
+ *
+ * Each statement is written with "@S@" where the extension's schema goes;
+ * the schema is taken from the namespace of the SQL function being called
+ * (it is the extension's schema) and quoted in.  Together with the
+ * functions' fixed search_path this keeps a caller's search_path from
+ * redirecting any query.  Plans are kept with SPI_keepplan; if the schema
+ * changes (extension dropped and created elsewhere), all are rebuilt.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#define MAX_PLAN_ARGS 12
+
+typedef struct QueuePlanDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[MAX_PLAN_ARGS];
+} QueuePlanDef;
+
+/* Columns copied when a job moves to the failed table. */
+#define FAILED_COLUMNS \
+	"id, job_id, queue, name, payload, priority, attempts, max_attempts, " \
+	"error, failed_at, created_at"
+
+static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
+	[PLAN_PUSH] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7)"
+		" RETURNING id",
+		7, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	/* A held key is expected, not an error: DO NOTHING, then find the holder. */
+	[PLAN_PUSH_UNIQUE] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, unique_key)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8)"
+		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+		" RETURNING id",
+		8, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	[PLAN_FIND_UNIQUE_HOLDER] = {
+		"SELECT id FROM @S@.queue_jobs WHERE unique_key = $1",
+		1, {TEXTOID}
+	},
+
+	/*
+	 * Delayed and held jobs whose moment has come become ready; a held job
+	 * whose last attempt's lease ran out goes to the failed table instead
+	 * (its worker died on the last attempt).  Rows another session has
+	 * locked are left for the next call.
+	 */
+	[PLAN_PROMOTE_DUE] = {
+		"WITH due AS ("
+		"  SELECT id, attempts >= max_attempts AS exhausted FROM @S@.queue_jobs"
+		"  WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
+		"  LIMIT 1000 FOR UPDATE SKIP LOCKED"
+		"), promoted AS ("
+		"  UPDATE @S@.queue_jobs j SET ready = true"
+		"  FROM due WHERE j.id = due.id AND NOT due.exhausted"
+		"  RETURNING j.id"
+		"), exhausted AS ("
+		"  DELETE FROM @S@.queue_jobs j USING due"
+		"  WHERE j.id = due.id AND due.exhausted"
+		"  RETURNING j.*"
+		")"
+		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
+		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
+		"  'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
+		"   || CASE WHEN last_error IS NULL OR last_error = '' THEN ''"
+		"      ELSE pg_catalog.chr(10) || 'last error: ' || last_error END,"
+		"  $2, created_at"
+		" FROM exhausted",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
+
+	/*
+	 * The claim: candidates in claim order, locked with SKIP LOCKED so
+	 * workers step past each other, then an UPDATE that re-checks all the
+	 * candidate search relied on.  The batch comes back in claim order.
+	 */
+	[PLAN_CLAIM] = {
+		"WITH candidates AS ("
+		"  SELECT id, available_at FROM @S@.queue_jobs"
+		"  WHERE ready AND queue = $1 AND available_at <= $3"
+		"  ORDER BY priority DESC, available_at, id"
+		"  LIMIT $2 FOR UPDATE SKIP LOCKED"
+		"), claimed AS ("
+		"  UPDATE @S@.queue_jobs j"
+		"  SET ready = false, attempts = j.attempts + 1, available_at = $4,"
+		"      reserved_until = $4, reserved_by = $5,"
+		"      token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		"  FROM candidates c"
+		"  WHERE j.id = c.id AND j.ready AND j.queue = $1 AND j.available_at <= $3"
+		"    AND j.attempts < j.max_attempts"
+		"  RETURNING j.id, j.queue, j.name, j.payload, j.attempts, j.max_attempts,"
+		"    j.priority, j.token, j.reserved_until, j.created_at, j.last_error,"
+		"    c.available_at AS was_available"
+		")"
+		" SELECT id, queue, name, payload, attempts, max_attempts, priority, token,"
+		"   reserved_until, created_at, last_error"
+		" FROM claimed ORDER BY priority DESC, was_available, id",
+		5, {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+	},
+
+	[PLAN_DELETE] = {
+		"DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2",
+		2, {INT8OID, INT8OID}
+	},
+	[PLAN_LOCK_CLAIMED] = {
+		"SELECT attempts, max_attempts FROM @S@.queue_jobs"
+		" WHERE id = $1 AND token = $2 FOR UPDATE",
+		2, {INT8OID, INT8OID}
+	},
+	[PLAN_RELEASE] = {
+		"UPDATE @S@.queue_jobs"
+		" SET ready = $3 <= $4, available_at = $3, reserved_until = NULL,"
+		"     reserved_by = NULL, token = NULL, last_error = $5"
+		" WHERE id = $1 AND token = $2",
+		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+	},
+	/* One statement, so a job is never in both tables nor in neither. */
+	[PLAN_MOVE_TO_FAILED] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2 RETURNING *"
+		")"
+		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
+		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
+		"  CASE WHEN $3 <> '' THEN $3"
+		"   WHEN last_error <> '' THEN last_error"
+		"   ELSE 'failed by the worker (no error given)' END,"
+		"  $4, created_at FROM moved"
+		" RETURNING id",
+		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[PLAN_EXTEND] = {
+		"UPDATE @S@.queue_jobs"
+		" SET ready = false, available_at = $3, reserved_until = $3"
+		" WHERE id = $1 AND token = $2",
+		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
+	},
+
+	[PLAN_PENDING_ALL] = {
+		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs"
+		" WHERE ready OR available_at <= $1",
+		1, {TIMESTAMPTZOID}
+	},
+	[PLAN_PENDING_QUEUE] = {
+		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs"
+		" WHERE queue = $2 AND (ready OR available_at <= $1)",
+		2, {TIMESTAMPTZOID, TEXTOID}
+	},
+	/* reserved: a live lease; delayed: not held, not yet due; pending: the rest. */
+	[PLAN_STATS] = {
+		"SELECT queue,"
+		"  pg_catalog.count(*) FILTER (WHERE ready OR available_at <= $1),"
+		"  pg_catalog.count(*) FILTER (WHERE NOT ready AND available_at > $1 AND token IS NULL),"
+		"  pg_catalog.count(*) FILTER (WHERE NOT ready AND available_at > $1 AND token IS NOT NULL),"
+		"  pg_catalog.count(*)"
+		" FROM @S@.queue_jobs GROUP BY queue ORDER BY queue COLLATE \"C\"",
+		1, {TIMESTAMPTZOID}
+	},
+
+	[PLAN_FAILED_COUNT] = {
+		"SELECT pg_catalog.count(*) FROM @S@.queue_failed_jobs",
+		0, {0}
+	},
+	[PLAN_FAILED_ROWS] = {
+		"SELECT * FROM @S@.queue_failed_jobs ORDER BY failed_at DESC, id DESC LIMIT $1",
+		1, {INT4OID}
+	},
+	/* Each row moves back in one statement: it is never in both tables. */
+	[PLAN_RETRY_FAILED] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_failed_jobs WHERE $1::pg_catalog.int8 IS NULL OR id = $1"
+		"  RETURNING *"
+		")"
+		" INSERT INTO @S@.queue_jobs"
+		"  (id, queue, name, payload, attempts, max_attempts, priority, unique_key,"
+		"   available_at, ready, last_error, created_at)"
+		" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at"
+		" FROM moved",
+		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_FORGET_FAILED] = {
+		"DELETE FROM @S@.queue_failed_jobs"
+		" WHERE ($1::pg_catalog.int8 IS NULL OR id = $1)"
+		"   AND ($2::pg_catalog.timestamptz IS NULL OR failed_at < $2)",
+		2, {INT8OID, TIMESTAMPTZOID}
+	},
+
+	/* The extension's own functions, by name, as text signatures. */
+	[PLAN_TIER_FUNCTIONS] = {
+		"SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proname::pg_catalog.text"
+		" FROM pg_catalog.pg_depend d"
+		" JOIN pg_catalog.pg_proc p ON p.oid = d.objid"
+		" WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
+		"   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
+		"   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'jobqueue')"
+		"   AND d.deptype = 'e'"
+		" ORDER BY 1",
+		0, {0}
+	},
+};
+
+static Oid	cached_schema = InvalidOid;
+static char *cached_schema_name = NULL;
+static SPIPlanPtr cached_plans[NUM_QUEUE_PLANS];
+
+/* Replace every "@S@" in sql with the quoted schema name. */
+static char *
+QualifySql(const char *sql, const char *quoted_schema)
+{
+	StringInfoData buf;
+	const char *p = sql;
+	const char *hit;
+
+	initStringInfo(&buf);
+	while ((hit = strstr(p, "@S@")) != NULL)
+	{
+		appendBinaryStringInfo(&buf, p, hit - p);
+		appendStringInfoString(&buf, quoted_schema);
+		p = hit + 3;
+	}
+	appendStringInfoString(&buf, p);
+	return buf.data;
+}
+
+/* Forget every kept plan: the extension's schema is not what it was. */
+static void
+ResetPlans(Oid schema)
+{
+	char	   *name;
+
+	for (int i = 0; i < NUM_QUEUE_PLANS; i++)
+	{
+		if (cached_plans[i] != NULL)
+			SPI_freeplan(cached_plans[i]);
+		cached_plans[i] = NULL;
+	}
+	name = get_namespace_name(schema);
+	if (name == NULL)
+		elog(ERROR, "jobqueue: schema %u of the called function does not exist", schema);
+	if (cached_schema_name != NULL)
+		pfree(cached_schema_name);
+	cached_schema_name = MemoryContextStrdup(TopMemoryContext, quote_identifier(name));
+	cached_schema = schema;
+}
+
+/*
+ * The kept plan for a statement, prepared on first use.  Must be called
+ * between SPI_connect and SPI_finish.
+ */
+SPIPlanPtr
+QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id)
+{
+	Oid			schema = get_func_namespace(fcinfo->flinfo->fn_oid);
+	const QueuePlanDef *def = &plan_defs[id];
+	SPIPlanPtr	plan;
+	char	   *sql;
+
+	if (schema != cached_schema)
+		ResetPlans(schema);
+	if (cached_plans[id] != NULL)
+		return cached_plans[id];
+
+	sql = QualifySql(def->sql, cached_schema_name);
+	plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
+	if (plan == NULL)
+		elog(ERROR, "jobqueue: SPI_prepare failed for \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "jobqueue: SPI_keepplan failed");
+	pfree(sql);
+	cached_plans[id] = plan;
+	return plan;
+}
+
+/* The quoted schema name of the last QueuePlan call. */
+const char *
+QueueSchemaName(void)
+{
+	return cached_schema_name;
+}
+
+/* Execute a kept plan; anything but the expected SPI result is a bug. */
+int
+QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
+			 int expected)
+{
+	int			rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+
+	if (rc != expected)
+		elog(ERROR, "jobqueue: statement returned %s, expected %s",
+			 SPI_result_code_string(rc), SPI_result_code_string(expected));
+	return rc;
+}

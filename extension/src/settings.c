@@ -1,0 +1,124 @@
+/*-------------------------------------------------------------------------
+ *
+ * settings.c
+ *	  The extension's settings (GUCs) and the queue's clock.
+ *
+ * One clock: the server's clock_timestamp(), shifted by the superuser-only
+ * jobqueue.clock_offset so tests can travel in time instead of sleeping.
+ * Every time the queue stores or compares comes from QueueNow().
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+int			jobqueue_max_payload_bytes = 1024 * 1024;
+
+static char *clock_offset_setting = NULL;
+static Interval clock_offset = {0, 0, 0};
+
+/*
+ * Parse an interval without throwing: a GUC check hook must report bad input
+ * through its return value, not through ereport.
+ */
+static bool
+ParseIntervalQuietly(const char *input, Interval *result)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	struct pg_itm_in itm;
+	int			rc;
+
+	rc = ParseDateTime(input, workbuf, sizeof(workbuf), field, ftype,
+					   MAXDATEFIELDS, &nf);
+	if (rc == 0)
+		rc = DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, &itm);
+	if (rc == DTERR_BAD_FORMAT)
+		rc = DecodeISO8601Interval(unconstify(char *, input), &dtype, &itm);
+	if (rc != 0 || dtype != DTK_DELTA)
+		return false;
+	return itmin2interval(&itm, result) == 0;
+}
+
+static bool
+CheckClockOffset(char **newval, void **extra, GucSource source)
+{
+	Interval   *parsed;
+
+	/* GUC extra data is released with free(), so it comes from malloc() */
+	parsed = (Interval *) malloc(sizeof(Interval));
+	if (parsed == NULL)
+		return false;
+	if (*newval == NULL || (*newval)[0] == '\0')
+		memset(parsed, 0, sizeof(Interval));
+	else if (!ParseIntervalQuietly(*newval, parsed))
+	{
+		free(parsed);
+		GUC_check_errdetail("jobqueue.clock_offset must be an interval, such as '2 hours' or '-30 seconds'.");
+		return false;
+	}
+	*extra = parsed;
+	return true;
+}
+
+static void
+AssignClockOffset(const char *newval, void *extra)
+{
+	clock_offset = *(Interval *) extra;
+}
+
+/* Called once from _PG_init. */
+void
+JobqueueDefineSettings(void)
+{
+	DefineCustomStringVariable("jobqueue.clock_offset",
+							   "Shifts the queue's clock by this interval (for tests).",
+							   "Every time jobqueue stores or compares is clock_timestamp() plus this offset.",
+							   &clock_offset_setting,
+							   "0",
+							   PGC_SUSET,
+							   0,
+							   CheckClockOffset,
+							   AssignClockOffset,
+							   NULL);
+
+	DefineCustomIntVariable("jobqueue.max_payload_bytes",
+							"Largest job payload accepted, in bytes of its text form.",
+							NULL,
+							&jobqueue_max_payload_bytes,
+							1024 * 1024,
+							1024,
+							MaxAllocSize - 1,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("jobqueue");
+}
+
+/* base + span, with PostgreSQL's own calendar arithmetic and range checks. */
+TimestampTz
+QueueTimeAfter(TimestampTz base, Interval *span)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(base),
+												   PointerGetDatum(span)));
+}
+
+/* The queue's "now": the wall clock (not the transaction start) plus offset. */
+TimestampTz
+QueueNow(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (clock_offset.month == 0 && clock_offset.day == 0 && clock_offset.time == 0)
+		return now;
+	return QueueTimeAfter(now, &clock_offset);
+}

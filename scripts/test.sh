@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The one test command, used locally and by CI:
+#
+#   bash scripts/test.sh [--long]
+#
+# Builds the extension with warnings as errors, installs it, starts a
+# throwaway cluster and runs every suite against it.  The last line is
+# always "N passed, N failed" (counting suites); exit status is non-zero
+# if any suite failed or the build/setup did.
+#   --long   export JQ_LONG=1 so suites can run their long stress modes
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export JQ_LONG=${JQ_LONG:-0}
+for arg in "$@"; do
+    case $arg in
+        --long) JQ_LONG=1 ;;
+        -h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) echo "test.sh: unknown argument: $arg" >&2; exit 2 ;;
+    esac
+done
+
+# Warnings PGXS's own flags would let through must fail the build.
+WERROR_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare"
+
+# ---------------------------------------------------------------- suites
+# Each suite is a function suite_<name>; it runs in a subshell with set -e,
+# against the cluster described by PGHOST/PGPORT/PGUSER, and fails by
+# returning non-zero (or by any failing command).
+
+# Print a diff file, cut so a broken run cannot flood the CI log.
+show_diffs() {
+    local f=$1 n
+    [[ -s $f ]] || return 0
+    n=$(wc -l < "$f")
+    echo "======== $f ($n lines, showing at most 300) ========"
+    head -n 300 "$f"
+    echo "======== end of $f ========"
+}
+
+suite_regress() {
+    # Root runs make (it owns the tree); pg_regress reaches the cluster
+    # through the exported PGHOST/PGPORT/PGUSER.
+    if ! make installcheck PG_CONFIG="$PG_CONFIG"; then
+        show_diffs regression.diffs
+        show_diffs output_iso/regression.diffs
+        return 1
+    fi
+}
+
+SUITES=(regress)
+
+# ======== CLIENT / CLI SUITES GO HERE ========
+# Define suite_<name>() above and add the name here, e.g.
+#   SUITES+=(client cli)
+# =============================================
+
+# ---------------------------------------------------------------- main
+passed=0
+failed=0
+phase="build/setup"
+summary_done=0
+
+# If the run dies early (setup failure, Ctrl-C), still drop the cluster and
+# end with the summary line, counting suites that did not pass as failed.
+on_exit() {
+    local rc=$?
+    jq_cluster_stop 2>/dev/null || true
+    if (( ! summary_done )); then
+        if (( rc != 0 )); then
+            echo "test.sh: aborted during $phase (exit $rc)" >&2
+        else
+            echo "test.sh: aborted during $phase" >&2
+        fi
+        echo "$passed passed, $((${#SUITES[@]} - passed)) failed"
+    fi
+}
+trap on_exit EXIT
+
+source scripts/install-deps.sh
+source scripts/cluster.sh
+
+jq_install_deps
+
+echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"
+make -s clean PG_CONFIG="$PG_CONFIG"
+make PG_CFLAGS="$WERROR_CFLAGS" PG_CONFIG="$PG_CONFIG"
+make install PG_CONFIG="$PG_CONFIG"
+
+jq_cluster_start
+
+phase="suites"
+for s in "${SUITES[@]}"; do
+    echo "==> suite $s"
+    start=$SECONDS
+    # Not "if suite_x": bash ignores set -e inside a function run as a
+    # condition, which would hide failures in the middle of a suite.
+    set +e
+    ( set -e; "suite_$s" )
+    rc=$?
+    set -e
+    if (( rc == 0 )); then
+        passed=$((passed + 1))
+        echo "==> suite $s: PASSED ($((SECONDS - start))s)"
+    else
+        failed=$((failed + 1))
+        echo "==> suite $s: FAILED (exit $rc, $((SECONDS - start))s)"
+    fi
+done
+
+# Stop here rather than in the trap so the summary really is the last line.
+jq_cluster_stop
+summary_done=1
+echo "$passed passed, $failed failed"
+(( failed == 0 ))

@@ -54,3 +54,6 @@ include $(PGXS)
 # META.json must carry the control file's version.
 version-check:
 	@grep -q '"version": "$(EXTVERSION)"' META.json || { echo "META.json version differs from $(EXTVERSION)"; exit 1; }
+
+# PGXS tracks no header dependencies: every object depends on the shared header.
+$(OBJS): extension/src/jobqueue.h

@@ -66,19 +66,17 @@ Datum
 jobqueue_retry_failed(PG_FUNCTION_ARGS)
 {
 	int32		max_attempts = ArgInt(fcinfo, 1, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
+	bool		all_rows = PG_ARGISNULL(0);
 	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
 	int64		moved;
 
-	if (PG_ARGISNULL(0))
-		nulls[0] = 'n';
-	else
-		args[0] = PG_GETARG_DATUM(0);
+	args[0] = all_rows ? Int64GetDatum(0) : PG_GETARG_DATUM(0);
 	args[1] = Int32GetDatum(max_attempts);
 	args[2] = TimestampTzGetDatum(QueueNow());
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_RETRY_FAILED), args, nulls, false, SPI_OK_INSERT);
+	QueueExecute(QueuePlan(fcinfo, all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE),
+				 args, NULL, false, SPI_OK_INSERT);
 	moved = (int64) SPI_processed;
 	SPI_finish();
 
@@ -96,8 +94,8 @@ jobqueue_forget_failed(PG_FUNCTION_ARGS)
 	bool		by_id = !PG_ARGISNULL(0);
 	bool		by_age = !PG_ARGISNULL(1);
 	bool		all_rows = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
-	Datum		args[2] = {0, 0};
-	char		nulls[2] = {'n', 'n'};
+	Datum		args[1] = {0};
+	QueuePlanId plan;
 	int64		deleted;
 
 	if ((int) by_id + (int) by_age + (int) all_rows != 1)
@@ -107,17 +105,19 @@ jobqueue_forget_failed(PG_FUNCTION_ARGS)
 				 errdetail("Got %d of them.", (int) by_id + (int) by_age + (int) all_rows)));
 	if (by_id)
 	{
+		plan = PLAN_FORGET_FAILED_ONE;
 		args[0] = PG_GETARG_DATUM(0);
-		nulls[0] = ' ';
 	}
-	if (by_age)
+	else if (by_age)
 	{
-		args[1] = PG_GETARG_DATUM(1);
-		nulls[1] = ' ';
+		plan = PLAN_FORGET_FAILED_BEFORE;
+		args[0] = PG_GETARG_DATUM(1);
 	}
+	else
+		plan = PLAN_FORGET_FAILED_ALL;
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_FORGET_FAILED), args, nulls, false, SPI_OK_DELETE);
+	QueueExecute(QueuePlan(fcinfo, plan), args, NULL, false, SPI_OK_DELETE);
 	deleted = (int64) SPI_processed;
 	SPI_finish();
 

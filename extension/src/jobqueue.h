@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "fmgr.h"
+#include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -45,8 +46,11 @@ typedef enum QueuePlanId
 	PLAN_PUSH,
 	PLAN_PUSH_UNIQUE,
 	PLAN_FIND_UNIQUE_HOLDER,
-	PLAN_PROMOTE_DUE,
-	PLAN_CLAIM,
+	PLAN_FIND_DUE,
+	PLAN_MAKE_READY,
+	PLAN_FAIL_EXHAUSTED,
+	PLAN_CLAIM_CANDIDATES,
+	PLAN_CLAIM_UPDATE,
 	PLAN_DELETE,
 	PLAN_LOCK_CLAIMED,
 	PLAN_RELEASE,
@@ -57,14 +61,18 @@ typedef enum QueuePlanId
 	PLAN_STATS,
 	PLAN_FAILED_COUNT,
 	PLAN_FAILED_ROWS,
-	PLAN_RETRY_FAILED,
-	PLAN_FORGET_FAILED,
+	PLAN_RETRY_FAILED_ONE,
+	PLAN_RETRY_FAILED_ALL,
+	PLAN_FORGET_FAILED_ONE,
+	PLAN_FORGET_FAILED_BEFORE,
+	PLAN_FORGET_FAILED_ALL,
 	PLAN_TIER_FUNCTIONS,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
 extern SPIPlanPtr QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id);
 extern const char *QueueSchemaName(void);
+extern ArrayType *Int8ArrayFromDatums(Datum *values, int count);
 extern int	QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls,
 						 bool read_only, int expected);
 

@@ -16,6 +16,7 @@
 
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -33,6 +34,14 @@ typedef struct QueuePlanDef
 #define FAILED_COLUMNS \
 	"id, job_id, queue, name, payload, priority, attempts, max_attempts, " \
 	"error, failed_at, created_at"
+
+/* Puts the rows of "moved" back into queue_jobs, as a retry does. */
+#define RETRY_INSERT \
+	" INSERT INTO @S@.queue_jobs" \
+	"  (id, queue, name, payload, attempts, max_attempts, priority, unique_key," \
+	"   available_at, ready, last_error, created_at)" \
+	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" \
+	" FROM moved"
 
 static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	[PLAN_PUSH] = {
@@ -57,62 +66,58 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	},
 
 	/*
-	 * Delayed and held jobs whose moment has come become ready; a held job
-	 * whose last attempt's lease ran out goes to the failed table instead
-	 * (its worker died on the last attempt).  Rows another session has
-	 * locked are left for the next call.
+	 * Delayed and held jobs of these queues whose moment has come, locked so
+	 * two workers do not promote the same row.  "exhausted": a held job on
+	 * its last attempt whose lease ran out (its worker died).
 	 */
-	[PLAN_PROMOTE_DUE] = {
-		"WITH due AS ("
-		"  SELECT id, attempts >= max_attempts AS exhausted FROM @S@.queue_jobs"
-		"  WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
-		"  LIMIT 1000 FOR UPDATE SKIP LOCKED"
-		"), promoted AS ("
-		"  UPDATE @S@.queue_jobs j SET ready = true"
-		"  FROM due WHERE j.id = due.id AND NOT due.exhausted"
-		"  RETURNING j.id"
-		"), exhausted AS ("
-		"  DELETE FROM @S@.queue_jobs j USING due"
-		"  WHERE j.id = due.id AND due.exhausted"
-		"  RETURNING j.*"
+	[PLAN_FIND_DUE] = {
+		"SELECT id, attempts >= max_attempts FROM @S@.queue_jobs"
+		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
+		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
+	[PLAN_MAKE_READY] = {
+		"UPDATE @S@.queue_jobs SET ready = true WHERE id = ANY ($1) AND NOT ready",
+		1, {INT8ARRAYOID}
+	},
+	[PLAN_FAIL_EXHAUSTED] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
 		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
 		"  'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
-		"   || CASE WHEN last_error IS NULL OR last_error = '' THEN ''"
-		"      ELSE pg_catalog.chr(10) || 'last error: ' || last_error END,"
+		"   || CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error"
+		"      ELSE '' END,"
 		"  $2, created_at"
-		" FROM exhausted",
-		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+		" FROM moved",
+		2, {INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 
 	/*
-	 * The claim: candidates in claim order, locked with SKIP LOCKED so
-	 * workers step past each other, then an UPDATE that re-checks all the
-	 * candidate search relied on.  The batch comes back in claim order.
+	 * The claim, in two statements so that each keeps a good generic plan
+	 * (a join of the two would be planned for a guessed batch size): the
+	 * best ready jobs in claim order, locked with SKIP LOCKED so workers
+	 * step past each other; then the UPDATE that re-checks everything the
+	 * search relied on.
 	 */
-	[PLAN_CLAIM] = {
-		"WITH candidates AS ("
-		"  SELECT id, available_at FROM @S@.queue_jobs"
-		"  WHERE ready AND queue = $1 AND available_at <= $3"
-		"  ORDER BY priority DESC, available_at, id"
-		"  LIMIT $2 FOR UPDATE SKIP LOCKED"
-		"), claimed AS ("
-		"  UPDATE @S@.queue_jobs j"
-		"  SET ready = false, attempts = j.attempts + 1, available_at = $4,"
-		"      reserved_until = $4, reserved_by = $5,"
-		"      token = pg_catalog.nextval('@S@.queue_job_tokens')"
-		"  FROM candidates c"
-		"  WHERE j.id = c.id AND j.ready AND j.queue = $1 AND j.available_at <= $3"
-		"    AND j.attempts < j.max_attempts"
-		"  RETURNING j.id, j.queue, j.name, j.payload, j.attempts, j.max_attempts,"
-		"    j.priority, j.token, j.reserved_until, j.created_at, j.last_error,"
-		"    c.available_at AS was_available"
-		")"
-		" SELECT id, queue, name, payload, attempts, max_attempts, priority, token,"
-		"   reserved_until, created_at, last_error"
-		" FROM claimed ORDER BY priority DESC, was_available, id",
-		5, {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+	[PLAN_CLAIM_CANDIDATES] = {
+		"SELECT id FROM @S@.queue_jobs"
+		" WHERE ready AND queue = $1 AND available_at <= $2"
+		" ORDER BY priority DESC, available_at, id"
+		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
+	},
+	[PLAN_CLAIM_UPDATE] = {
+		"UPDATE @S@.queue_jobs"
+		" SET ready = false, attempts = attempts + 1, available_at = $4,"
+		"     reserved_until = $4, reserved_by = $5,"
+		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		" WHERE id = ANY ($1) AND ready AND queue = $2 AND available_at <= $3"
+		"   AND attempts < max_attempts"
+		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
+		"   reserved_until, created_at, last_error",
+		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
 
 	[PLAN_DELETE] = {
@@ -182,23 +187,30 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		1, {INT4OID}
 	},
 	/* Each row moves back in one statement: it is never in both tables. */
-	[PLAN_RETRY_FAILED] = {
+	[PLAN_RETRY_FAILED_ONE] = {
 		"WITH moved AS ("
-		"  DELETE FROM @S@.queue_failed_jobs WHERE $1::pg_catalog.int8 IS NULL OR id = $1"
-		"  RETURNING *"
-		")"
-		" INSERT INTO @S@.queue_jobs"
-		"  (id, queue, name, payload, attempts, max_attempts, priority, unique_key,"
-		"   available_at, ready, last_error, created_at)"
-		" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at"
-		" FROM moved",
+		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
+		")" RETRY_INSERT,
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
-	[PLAN_FORGET_FAILED] = {
-		"DELETE FROM @S@.queue_failed_jobs"
-		" WHERE ($1::pg_catalog.int8 IS NULL OR id = $1)"
-		"   AND ($2::pg_catalog.timestamptz IS NULL OR failed_at < $2)",
-		2, {INT8OID, TIMESTAMPTZOID}
+	/* $1 (the id) is unused here: both retry plans take the same arguments */
+	[PLAN_RETRY_FAILED_ALL] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
+		")" RETRY_INSERT,
+		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_FORGET_FAILED_ONE] = {
+		"DELETE FROM @S@.queue_failed_jobs WHERE id = $1",
+		1, {INT8OID}
+	},
+	[PLAN_FORGET_FAILED_BEFORE] = {
+		"DELETE FROM @S@.queue_failed_jobs WHERE failed_at < $1",
+		1, {TIMESTAMPTZOID}
+	},
+	[PLAN_FORGET_FAILED_ALL] = {
+		"DELETE FROM @S@.queue_failed_jobs",
+		0, {0}
 	},
 
 	/* The extension's own functions, by name, as text signatures. */
@@ -277,7 +289,13 @@ QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id)
 		return cached_plans[id];
 
 	sql = QualifySql(def->sql, cached_schema_name);
-	plan = SPI_prepare(sql, def->nargs, (Oid *) def->argtypes);
+	/*
+	 * A generic plan, always: the statements are short and their best plan
+	 * does not depend on the values, while planning a custom plan for every
+	 * call would cost more than running it.
+	 */
+	plan = SPI_prepare_cursor(sql, def->nargs, (Oid *) def->argtypes,
+							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "jobqueue: SPI_prepare failed for \"%s\": %s",
 			 sql, SPI_result_code_string(SPI_result));
@@ -306,4 +324,12 @@ QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
 		elog(ERROR, "jobqueue: statement returned %s, expected %s",
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
 	return rc;
+}
+
+/* An int8[] of the given values, for "id = ANY ($1)" parameters. */
+ArrayType *
+Int8ArrayFromDatums(Datum *values, int count)
+{
+	return construct_array(values, count, INT8OID, sizeof(int64),
+						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 }

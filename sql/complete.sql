@@ -1,0 +1,291 @@
+--
+-- complete: queue_delete, queue_release (delays, backoff), queue_fail, queue_extend,
+-- fencing by token, and the cut of long error texts
+--
+\set VERBOSITY terse
+TRUNCATE queue_jobs, queue_failed_jobs;
+-- the queue's "now" (the wall clock plus jobqueue.clock_offset)
+CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
+$$ SELECT clock_timestamp()
+        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+-- valid UTF-8 round trip (convert_from raises on a broken sequence)
+CREATE FUNCTION pg_temp.valid_utf8(t text) RETURNS boolean LANGUAGE sql AS
+$$ SELECT convert_from(convert_to(t, 'UTF8'), 'UTF8') = t $$;
+-- The clock only moves forward in this file (offsets grow).
+
+-- queue_delete with the right id and token: true, the job is gone
+SELECT queue_push('del', queue => 'del_q') AS dj \gset
+SELECT queue_push('other', queue => 'del_q') AS dj2 \gset
+SELECT id AS d_id, token AS d_tok FROM queue_reserve('{del_q}') \gset
+SELECT id AS d2_id, token AS d2_tok FROM queue_reserve('{del_q}') \gset
+SELECT :d_id = :dj AS first_job, :d2_id = :dj2 AS second_job;
+-- a wrong token (another claim's) and a wrong id: false, nothing deleted
+SELECT queue_delete(:dj, :d2_tok) AS wrong_token;
+SELECT queue_delete(:dj, -1) AS unknown_token;
+SELECT queue_delete(:dj2 + 1000, :d2_tok) AS wrong_id;
+SELECT count(*) AS both_still_there FROM queue_jobs WHERE id IN (:dj, :dj2);
+SELECT queue_delete(:dj, :d_tok) AS deleted;
+SELECT count(*) AS rows_left FROM queue_jobs WHERE id = :dj;
+-- deleting twice: false the second time
+SELECT queue_delete(:dj, :d_tok) AS deleted_again;
+SELECT queue_delete(:dj2, :d2_tok) AS second_deleted;
+SELECT count(*) AS rows_in_del_q, queue_failed_count() AS failed_rows FROM queue_jobs WHERE queue = 'del_q';
+
+-- queue_release with delay 0: claimable again at once, attempts kept, error recorded, claim cleared
+SELECT queue_push('rel0', queue => 'rel0_q') AS r0 \gset
+SELECT id AS r0_id, token AS r0_tok FROM queue_reserve('{rel0_q}', worker => 'w1') \gset
+SELECT queue_release(:r0_id, :r0_tok, '0', 'transient') AS released;
+SELECT attempts, last_error, token IS NULL AS no_token, reserved_until IS NULL AS no_lease,
+       reserved_by IS NULL AS no_worker, available_at <= pg_temp.qnow() AS due_now
+  FROM queue_jobs WHERE id = :r0;
+SELECT queue_pending('rel0_q') AS pending;
+-- the released claim's token is dead: delete, release and extend with it give false
+SELECT queue_delete(:r0, :r0_tok) AS old_delete, queue_release(:r0, :r0_tok, '0') AS old_release,
+       queue_extend(:r0, :r0_tok, '1 minute') AS old_extend;
+-- the next claim sees the recorded error and counts attempt 2
+SELECT id = :r0 AS same_job, attempts, last_error FROM queue_reserve('{rel0_q}');
+
+-- queue_release with an empty error: released on purpose, last_error ''
+SELECT id AS r0_id, token AS r0_tok FROM queue_jobs WHERE id = :r0 \gset
+SELECT queue_release(:r0_id, :r0_tok, '0') AS released;
+SELECT attempts, last_error = '' AS empty_error FROM queue_jobs WHERE id = :r0;
+
+-- queue_release with delay '10 minutes': not claimable, counted as delayed
+SELECT queue_push('rel10', queue => 'rel10_q') AS r10 \gset
+SELECT id AS r10_id, token AS r10_tok FROM queue_reserve('{rel10_q}') \gset
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_release(:r10_id, :r10_tok, '10 minutes', 'later please') AS released;
+SELECT attempts, last_error,
+       available_at >= :'t0'::timestamptz + interval '10 minutes' AS at_least_delay,
+       available_at <= pg_temp.qnow() + interval '10 minutes' AS at_most_delay
+  FROM queue_jobs WHERE id = :r10;
+SELECT count(*) AS claimed FROM queue_reserve('{rel10_q}');
+SELECT pending, delayed, reserved, total FROM queue_stats() WHERE queue = 'rel10_q';
+
+-- queue_release with NULL delay: backoff; after attempt 1 between 5 and 10 seconds
+SELECT queue_push('backoff', queue => 'bo_q', max_attempts => 5) AS bo \gset
+SELECT id AS bo_id, token AS bo_tok, attempts AS bo_att FROM queue_reserve('{bo_q}') \gset
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_release(:bo_id, :bo_tok, NULL, 'e1') AS released;
+SELECT :bo_att AS attempt,
+       available_at >= :'t0'::timestamptz + interval '5 seconds' AS at_least_5s,
+       available_at <= pg_temp.qnow() + interval '10 seconds' AS at_most_10s
+  FROM queue_jobs WHERE id = :bo;
+SELECT count(*) AS claimable_during_backoff FROM queue_reserve('{bo_q}');
+
+-- backoff after attempt 2 (delay omitted): between 10 and 20 seconds
+SET jobqueue.clock_offset = '11 seconds';
+SELECT id AS bo_id, token AS bo_tok, attempts AS bo_att FROM queue_reserve('{bo_q}') \gset
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_release(:bo_id, :bo_tok) AS released;
+SELECT :bo_att AS attempt,
+       available_at >= :'t0'::timestamptz + interval '10 seconds' AS at_least_10s,
+       available_at <= pg_temp.qnow() + interval '20 seconds' AS at_most_20s
+  FROM queue_jobs WHERE id = :bo;
+
+-- backoff after attempt 3: between 20 and 40 seconds
+SET jobqueue.clock_offset = '32 seconds';
+SELECT id AS bo_id, token AS bo_tok, attempts AS bo_att FROM queue_reserve('{bo_q}') \gset
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_release(:bo_id, :bo_tok, delay => NULL) AS released;
+SELECT :bo_att AS attempt,
+       available_at >= :'t0'::timestamptz + interval '20 seconds' AS at_least_20s,
+       available_at <= pg_temp.qnow() + interval '40 seconds' AS at_most_40s
+  FROM queue_jobs WHERE id = :bo;
+SET jobqueue.clock_offset = '73 seconds';
+SELECT id = :bo AS same_job, attempts FROM queue_reserve('{bo_q}');
+
+-- backoff is capped at 1 hour: after attempt 12 (uncapped: 10240 s or more) between 30 and 60 minutes
+SELECT queue_push('capped', queue => 'cap_q', max_attempts => 100) AS cap \gset
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR i IN 1..11 LOOP
+        SELECT * INTO STRICT r FROM queue_reserve('{cap_q}');
+        IF NOT queue_release(r.id, r.token, '0') THEN
+            RAISE EXCEPTION 'release % failed', i;
+        END IF;
+    END LOOP;
+END $$;
+SELECT id AS cap_id, token AS cap_tok, attempts AS cap_att FROM queue_reserve('{cap_q}') \gset
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_release(:cap_id, :cap_tok, NULL) AS released;
+SELECT :cap_att AS attempt,
+       available_at >= :'t0'::timestamptz + interval '30 minutes' AS at_least_30min,
+       available_at <= pg_temp.qnow() + interval '1 hour' AS at_most_1h
+  FROM queue_jobs WHERE id = :cap;
+
+-- release with no attempts left: true, the job moves to the failed table with the given error
+SELECT queue_push('last', '{"n": 1}', queue => 'last_q', max_attempts => 1) AS la \gset
+SELECT id AS la_id, token AS la_tok FROM queue_reserve('{last_q}') \gset
+SELECT queue_release(:la_id, :la_tok, '0', 'gave up') AS released;
+SELECT count(*) AS in_queue_jobs FROM queue_jobs WHERE id = :la;
+SELECT name, payload, attempts, error FROM queue_failed_jobs WHERE id = :la;
+SELECT queue_delete(:la_id, :la_tok) AS old_token_delete;
+
+-- release with no attempts left and no error: 'released with no attempts left' (a delay does not matter)
+SELECT queue_push('last-2', queue => 'last_q', max_attempts => 2) AS la2 \gset
+SELECT id AS la2_id, token AS la2_tok FROM queue_reserve('{last_q}') \gset
+SELECT queue_release(:la2_id, :la2_tok, '0', 'first failure') AS released;
+SELECT id AS la2_id, token AS la2_tok FROM queue_reserve('{last_q}') \gset
+SELECT queue_release(:la2_id, :la2_tok, '10 minutes') AS released;
+SELECT count(*) AS in_queue_jobs FROM queue_jobs WHERE id = :la2;
+SELECT attempts, error FROM queue_failed_jobs WHERE id = :la2;
+
+-- release with no attempts left, NULL delay and NULL error: also failed with the default text
+SELECT queue_push('last-3', queue => 'last_q', max_attempts => 1) AS la3 \gset
+SELECT id AS la3_id, token AS la3_tok FROM queue_reserve('{last_q}') \gset
+SELECT queue_release(:la3_id, :la3_tok, NULL, NULL) AS released;
+SELECT attempts, error FROM queue_failed_jobs WHERE id = :la3;
+
+-- a stale token (the job was claimed again after the lease ran out): release, fail, extend give false, change nothing
+SELECT queue_push('stale', queue => 'stale_q') AS st \gset
+SELECT token AS st_tok1 FROM queue_reserve('{stale_q}', lease => '1 minute') \gset
+SET jobqueue.clock_offset = '3 minutes';
+SELECT token AS st_tok2, attempts FROM queue_reserve('{stale_q}', lease => '1 minute', worker => 'second') \gset
+SELECT md5(j::text) AS st_row FROM queue_jobs j WHERE id = :st \gset
+SELECT queue_release(:st, :st_tok1, '0', 'stale release') AS stale_release;
+SELECT queue_fail(:st, :st_tok1, 'stale fail') AS stale_fail;
+SELECT queue_extend(:st, :st_tok1, '1 hour') AS stale_extend;
+SELECT queue_delete(:st, :st_tok1) AS stale_delete;
+SELECT md5(j::text) = :'st_row' AS row_unchanged, attempts, token = :st_tok2 AS current_token,
+       last_error IS NULL AS no_error, reserved_by
+  FROM queue_jobs j WHERE id = :st;
+SELECT count(*) AS failed_rows FROM queue_failed_jobs WHERE id = :st;
+-- the current token still works
+SELECT queue_delete(:st, :st_tok2) AS current_delete;
+
+-- queue_fail moves the job to the failed table in one step, keeping what it was
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_push('fragile', '{"to": "x@example.com"}', queue => 'fail_q', priority => 4, max_attempts => 5) AS fj \gset
+SELECT created_at AS fj_created FROM queue_jobs WHERE id = :fj \gset
+SELECT id AS f_id, token AS f_tok FROM queue_reserve('{fail_q}') \gset
+SELECT queue_fail(:f_id, :f_tok, 'permanent: bad address') AS failed;
+SELECT count(*) AS in_queue_jobs FROM queue_jobs WHERE id = :fj;
+SELECT id = :fj AS same_id, job_id = :fj AS same_job_id, queue, name, payload, priority, attempts,
+       max_attempts, error, created_at = :'fj_created'::timestamptz AS same_created_at,
+       failed_at >= :'t0'::timestamptz AND failed_at <= pg_temp.qnow() AS failed_now
+  FROM queue_failed_jobs WHERE id = :fj;
+SELECT queue_failed_count() AS failed_count;
+-- the token is dead afterwards
+SELECT queue_fail(:f_id, :f_tok, 'again') AS fail_again, queue_delete(:f_id, :f_tok) AS delete_after;
+
+-- queue_fail with an empty error and nothing recorded before: 'failed by the worker (no error given)'
+SELECT queue_push('no-reason', queue => 'fail_q') AS fe \gset
+SELECT id AS fe_id, token AS fe_tok FROM queue_reserve('{fail_q}') \gset
+SELECT queue_fail(:fe_id, :fe_tok, '') AS failed;
+SELECT attempts, error FROM queue_failed_jobs WHERE id = :fe;
+
+-- queue_fail with an empty error keeps the last recorded error
+SELECT queue_push('had-reason', queue => 'fail_q') AS fr \gset
+SELECT id AS fr_id, token AS fr_tok FROM queue_reserve('{fail_q}') \gset
+SELECT queue_release(:fr_id, :fr_tok, '0', 'timeout talking to smtp') AS released;
+SELECT id AS fr_id, token AS fr_tok FROM queue_reserve('{fail_q}') \gset
+SELECT queue_fail(:fr_id, :fr_tok) AS failed;
+SELECT attempts, error FROM queue_failed_jobs WHERE id = :fr;
+
+-- queue_extend pushes reserved_until forward; the job stays held past its old lease end
+SELECT queue_push('long', queue => 'ext_q') AS ex \gset
+SELECT id AS ex_id, token AS ex_tok FROM queue_reserve('{ext_q}', lease => '1 minute') \gset
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_extend(:ex_id, :ex_tok, '10 minutes') AS extended;
+SELECT reserved_until >= :'t0'::timestamptz + interval '10 minutes' AS at_least_lease,
+       reserved_until <= pg_temp.qnow() + interval '10 minutes' AS at_most_lease,
+       attempts, token = :ex_tok AS same_token
+  FROM queue_jobs WHERE id = :ex;
+SET jobqueue.clock_offset = '6 minutes';
+SELECT count(*) AS claimed_past_old_lease FROM queue_reserve('{ext_q}');
+SELECT queue_pending('ext_q') AS pending;
+SELECT pending, delayed, reserved, total FROM queue_stats() WHERE queue = 'ext_q';
+SELECT queue_delete(:ex_id, :ex_tok) AS deleted;
+
+-- queue_extend after the lease ran out, nobody claimed it since: true, and the job is held again
+SELECT queue_push('late-heartbeat', queue => 'ext_q') AS el \gset
+SELECT id AS el_id, token AS el_tok FROM queue_reserve('{ext_q}', lease => '1 minute') \gset
+SET jobqueue.clock_offset = '8 minutes';
+SELECT queue_pending('ext_q') AS pending_after_expiry;
+SELECT queue_extend(:el_id, :el_tok, '5 minutes') AS extended;
+SELECT count(*) AS claimed FROM queue_reserve('{ext_q}');
+SELECT pending, delayed, reserved, total FROM queue_stats() WHERE queue = 'ext_q';
+SELECT queue_delete(:el_id, :el_tok) AS deleted;
+
+-- queue_extend after the lease ran out and a claim call made the job due again (without claiming it): still true
+SELECT queue_push('first-served', queue => 'ext_a') AS ea \gset
+SELECT queue_push('late-heartbeat-2', queue => 'ext_b') AS eb \gset
+SELECT id AS eb_id, token AS eb_tok FROM queue_reserve('{ext_b}', lease => '1 minute') \gset
+SET jobqueue.clock_offset = '10 minutes';
+SELECT queue, name FROM queue_reserve('{ext_a,ext_b}', max_jobs => 1);
+SELECT queue_extend(:eb_id, :eb_tok, '5 minutes') AS extended;
+SELECT count(*) AS claimed FROM queue_reserve('{ext_b}');
+SELECT pending, delayed, reserved, total FROM queue_stats() WHERE queue = 'ext_b';
+SELECT queue_delete(:eb_id, :eb_tok) AS deleted;
+
+-- error text over 60000 bytes (3-byte characters): cut at a character boundary, ends with the marker
+SELECT queue_push('long-error', queue => 'err_q', max_attempts => 10) AS er \gset
+SELECT id AS er_id, token AS er_tok FROM queue_reserve('{err_q}') \gset
+SELECT queue_release(:er_id, :er_tok, '0', repeat('€', 25000)) AS released;
+SELECT octet_length(last_error) <= 60000 AS within_limit,
+       octet_length(last_error) > 59900 AS not_cut_short,
+       right(last_error, 14) = E'\n... truncated' AS has_marker,
+       left(last_error, length(last_error) - 14) = repeat('€', length(last_error) - 14) AS prefix_of_input,
+       pg_temp.valid_utf8(last_error) AS valid_utf8
+  FROM queue_jobs WHERE id = :er;
+
+-- error text over 60000 bytes with an odd offset (2-byte characters after one ASCII byte), through queue_fail
+SELECT id AS er_id, token AS er_tok FROM queue_reserve('{err_q}') \gset
+SELECT queue_fail(:er_id, :er_tok, 'x' || repeat('é', 40000)) AS failed;
+SELECT octet_length(error) <= 60000 AS within_limit,
+       octet_length(error) > 59900 AS not_cut_short,
+       right(error, 14) = E'\n... truncated' AS has_marker,
+       left(error, length(error) - 14) = 'x' || repeat('é', length(error) - 15) AS prefix_of_input,
+       pg_temp.valid_utf8(error) AS valid_utf8
+  FROM queue_failed_jobs WHERE id = :er;
+
+-- a 59000-byte error is stored intact
+SELECT queue_push('mid-error', queue => 'err_q', max_attempts => 10) AS em \gset
+SELECT id AS em_id, token AS em_tok FROM queue_reserve('{err_q}') \gset
+SELECT queue_release(:em_id, :em_tok, '0', repeat('é', 29500)) AS released;
+SELECT octet_length(last_error) AS bytes, last_error = repeat('é', 29500) AS intact
+  FROM queue_jobs WHERE id = :em;
+
+-- exactly 60000 bytes is stored intact; 60001 bytes is cut
+SELECT id AS em_id, token AS em_tok FROM queue_reserve('{err_q}') \gset
+SELECT queue_release(:em_id, :em_tok, '0', repeat('€', 20000)) AS released;
+SELECT octet_length(last_error) AS bytes, last_error = repeat('€', 20000) AS intact
+  FROM queue_jobs WHERE id = :em;
+SELECT id AS em_id, token AS em_tok FROM queue_reserve('{err_q}') \gset
+SELECT queue_release(:em_id, :em_tok, '0', 'a' || repeat('€', 20000)) AS released;
+SELECT octet_length(last_error) <= 60000 AS within_limit,
+       right(last_error, 14) = E'\n... truncated' AS has_marker,
+       pg_temp.valid_utf8(last_error) AS valid_utf8
+  FROM queue_jobs WHERE id = :em;
+
+-- a long error given to a release with no attempts left is cut in the failed row too
+SELECT queue_push('last-long', queue => 'err_q', max_attempts => 1) AS el2 \gset
+SELECT id AS el2_id, token AS el2_tok FROM queue_reserve('{err_q}') \gset
+SELECT queue_delete(:em_id, :em_tok) AS cleared_other;
+SELECT id = :el2 AS claimed_last_long FROM queue_jobs WHERE token = :el2_tok;
+SELECT queue_release(:el2_id, :el2_tok, '0', repeat('€', 30000)) AS released;
+SELECT octet_length(error) <= 60000 AS within_limit,
+       right(error, 14) = E'\n... truncated' AS has_marker,
+       pg_temp.valid_utf8(error) AS valid_utf8
+  FROM queue_failed_jobs WHERE id = :el2;
+
+-- the error stored when the last attempt's lease runs out is held to the same 60000-byte limit
+SELECT queue_push('expire-long', queue => 'err2_q', max_attempts => 2) AS xl \gset
+SELECT id AS xl_id, token AS xl_tok FROM queue_reserve('{err2_q}') \gset
+SELECT queue_release(:xl_id, :xl_tok, '0', repeat('€', 19990)) AS released;
+SELECT octet_length(last_error) AS recorded_bytes FROM queue_jobs WHERE id = :xl;
+SELECT attempts FROM queue_reserve('{err2_q}', lease => '1 minute');
+SET jobqueue.clock_offset = '12 minutes';
+SELECT count(*) AS handed_out FROM queue_reserve('{err2_q}');
+SELECT octet_length(error) <= 60000 AS within_limit,
+       left(error, 45) = 'lease expired after the last attempt (2 of 2)' AS says_why,
+       right(error, 14) = E'\n... truncated' AS has_marker,
+       pg_temp.valid_utf8(error) AS valid_utf8
+  FROM queue_failed_jobs WHERE id = :xl;
+
+-- clean up
+RESET jobqueue.clock_offset;
+TRUNCATE queue_jobs, queue_failed_jobs;

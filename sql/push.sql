@@ -1,0 +1,147 @@
+--
+-- push: queue_push ids, defaults, delays, unique keys, transactions
+--
+\set VERBOSITY terse
+TRUNCATE queue_jobs, queue_failed_jobs;
+-- the queue's "now" (the wall clock plus jobqueue.clock_offset)
+CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
+$$ SELECT clock_timestamp()
+        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+
+-- push returns increasing ids
+SELECT queue_push('first') AS id1 \gset
+SELECT queue_push('second') AS id2 \gset
+SELECT queue_push('third') AS id3 \gset
+SELECT :id1 < :id2 AND :id2 < :id3 AS ids_increase;
+
+-- defaults: queue 'default', payload '{}', priority 0, max_attempts 3, attempts 0, no error, no key, due now, not held
+SELECT queue, name, payload, priority, max_attempts, attempts,
+       last_error IS NULL AS last_error_null, unique_key IS NULL AS no_key,
+       reserved_until IS NULL AS not_held, reserved_by IS NULL AS no_worker,
+       available_at <= clock_timestamp() AS due_now,
+       created_at BETWEEN clock_timestamp() - interval '1 minute' AND clock_timestamp() AS created_now
+  FROM queue_jobs WHERE id = :id1;
+
+-- every argument given explicitly is stored as given
+SELECT queue_push('explicit', '{"a": [1, 2]}', 'mail', '0', 7, 'key-explicit', 5) AS id4 \gset
+SELECT queue, name, payload, priority, max_attempts, attempts, unique_key,
+       available_at <= clock_timestamp() AS due_now
+  FROM queue_jobs WHERE id = :id4;
+
+-- NULL for every defaulted argument means the default
+SELECT queue_push('nulls', NULL, NULL, NULL, NULL, NULL, NULL) AS id5 \gset
+SELECT queue, name, payload, priority, max_attempts, attempts,
+       last_error IS NULL AS last_error_null, unique_key IS NULL AS no_key,
+       available_at <= clock_timestamp() AS due_now
+  FROM queue_jobs WHERE id = :id5;
+
+-- a job pushed with NULL arguments is claimable from the default queue right away
+SELECT queue_pending('default') AS pending_default;
+
+-- delay: available_at lies delay ahead, and the job is neither pending nor claimable
+SELECT pg_temp.qnow() AS t0 \gset
+SELECT queue_push('later', queue => 'delay_q', delay => '10 minutes') AS id6 \gset
+SELECT available_at >= :'t0'::timestamptz + interval '10 minutes' AS after_delay,
+       available_at <= clock_timestamp() + interval '10 minutes' AS not_beyond_delay,
+       created_at <= clock_timestamp() AS created_now
+  FROM queue_jobs WHERE id = :id6;
+SELECT queue_pending('delay_q') AS pending_delayed;
+SELECT count(*) AS claimed_while_delayed FROM queue_reserve('{delay_q}');
+
+-- the delayed job becomes claimable once the queue's clock passes its delay
+SET jobqueue.clock_offset = '11 minutes';
+SELECT id = :id6 AS same_job, name, attempts FROM queue_reserve('{delay_q}');
+
+-- unique key: the first push inserts
+SELECT queue_push('u1', unique_key => 'key-a') AS ua \gset
+SELECT count(*) AS rows_with_key_a FROM queue_jobs WHERE unique_key = 'key-a';
+
+-- unique key: a second push with the same key returns the holder's id and inserts nothing
+SELECT queue_push('u1-again', '{"x": 2}', unique_key => 'key-a') = :ua AS same_id;
+SELECT count(*) AS rows_with_key_a FROM queue_jobs WHERE unique_key = 'key-a';
+SELECT name, payload FROM queue_jobs WHERE id = :ua;
+
+-- unique key: the key is global, a push into another queue gets the holder's id too
+SELECT queue_push('u1-other', queue => 'other_q', unique_key => 'key-a') = :ua AS same_id_other_queue;
+SELECT count(*) AS rows_in_other_q FROM queue_jobs WHERE queue = 'other_q';
+
+-- unique key: a delayed job holds its key
+SELECT queue_push('kd', queue => 'kd_q', delay => '1 hour', unique_key => 'key-delayed') AS kd \gset
+SELECT queue_push('kd2', queue => 'kd_q', unique_key => 'key-delayed') = :kd AS same_id_delayed;
+SELECT count(*) AS rows_in_kd_q FROM queue_jobs WHERE queue = 'kd_q';
+
+-- unique key: a job held by a worker holds its key
+SELECT queue_push('kh', queue => 'kh_q', unique_key => 'key-held') AS kh \gset
+SELECT id = :kh AS claimed FROM queue_reserve('{kh_q}');
+SELECT queue_push('kh2', queue => 'kh_q', unique_key => 'key-held') = :kh AS same_id_held;
+SELECT count(*) AS rows_in_kh_q FROM queue_jobs WHERE queue = 'kh_q';
+
+-- unique key: freed when the job is completed (queue_delete); a new push gets a new id
+SELECT queue_push('kc', queue => 'kc_q', unique_key => 'key-completed') AS kc \gset
+SELECT id AS kc_id, token AS kc_tok FROM queue_reserve('{kc_q}') \gset
+SELECT :kc_id = :kc AS claimed, queue_delete(:kc_id, :kc_tok) AS deleted;
+SELECT queue_push('kc2', queue => 'kc_q', unique_key => 'key-completed') AS kc2 \gset
+SELECT :kc2 <> :kc AS new_id, :kc2 > :kc AS higher_id;
+SELECT count(*) AS rows_with_key FROM queue_jobs WHERE unique_key = 'key-completed';
+
+-- unique key: freed when the job fails (queue_fail)
+SELECT queue_push('kf', queue => 'kf_q', unique_key => 'key-failed') AS kf \gset
+SELECT id AS kf_id, token AS kf_tok FROM queue_reserve('{kf_q}') \gset
+SELECT :kf_id = :kf AS claimed, queue_fail(:kf_id, :kf_tok, 'broken') AS failed;
+SELECT queue_push('kf2', queue => 'kf_q', unique_key => 'key-failed') AS kf2 \gset
+SELECT :kf2 <> :kf AS new_id;
+SELECT count(*) AS rows_with_key FROM queue_jobs WHERE unique_key = 'key-failed';
+
+-- unique key: freed when a release with no attempts left moves the job to the failed table
+SELECT queue_push('kr', queue => 'kr_q', unique_key => 'key-released', max_attempts => 1) AS kr \gset
+SELECT id AS kr_id, token AS kr_tok FROM queue_reserve('{kr_q}') \gset
+SELECT :kr_id = :kr AS claimed, queue_release(:kr_id, :kr_tok, '0') AS released;
+SELECT count(*) AS kr_failed_rows FROM queue_failed_jobs WHERE id = :kr;
+SELECT queue_push('kr2', queue => 'kr_q', unique_key => 'key-released') AS kr2 \gset
+SELECT :kr2 <> :kr AS new_id;
+
+-- unique key: freed when the lease of the last attempt runs out and a claim sweeps the job away
+SELECT queue_push('kx', queue => 'kx_q', unique_key => 'key-expired', max_attempts => 1) AS kx \gset
+SELECT id = :kx AS claimed FROM queue_reserve('{kx_q}', lease => '1 minute');
+SELECT queue_push('kx-held', queue => 'kx_q', unique_key => 'key-expired') = :kx AS still_held;
+SET jobqueue.clock_offset = '13 minutes';
+SELECT count(*) AS claimed_after_expiry FROM queue_reserve('{kx_q}');
+SELECT count(*) AS kx_failed_rows FROM queue_failed_jobs WHERE id = :kx;
+SELECT queue_push('kx2', queue => 'kx_q', unique_key => 'key-expired') AS kx2 \gset
+SELECT :kx2 <> :kx AS new_id;
+
+-- NULL unique keys repeat freely
+SELECT queue_push('n', queue => 'nk_q', unique_key => NULL) AS n1 \gset
+SELECT queue_push('n', queue => 'nk_q', unique_key => NULL) AS n2 \gset
+SELECT :n1 <> :n2 AS different_ids;
+SELECT count(*) AS rows_in_nk_q FROM queue_jobs WHERE queue = 'nk_q';
+
+-- a push inside a rolled-back transaction leaves nothing, not even its key
+BEGIN;
+SELECT queue_push('rolled', queue => 'rb_q', unique_key => 'key-rollback') IS NOT NULL AS pushed;
+SELECT count(*) AS visible_inside FROM queue_jobs WHERE queue = 'rb_q';
+ROLLBACK;
+SELECT count(*) AS rows_after_rollback FROM queue_jobs WHERE queue = 'rb_q';
+SELECT queue_pending('rb_q') AS pending_after_rollback;
+SELECT queue_push('again', queue => 'rb_q', unique_key => 'key-rollback') IS NOT NULL AS pushed;
+SELECT name FROM queue_jobs WHERE unique_key = 'key-rollback';
+
+-- a push with a held key does not abort the caller's transaction
+BEGIN;
+SELECT queue_push('dup', unique_key => 'key-a') = :ua AS same_id;
+SELECT queue_push('after-dup', queue => 'tx_q') IS NOT NULL AS later_push_works;
+SELECT count(*) AS rows_in_tx_q FROM queue_jobs WHERE queue = 'tx_q';
+COMMIT;
+SELECT count(*) AS rows_in_tx_q_after_commit FROM queue_jobs WHERE queue = 'tx_q';
+SELECT count(*) AS rows_with_key_a FROM queue_jobs WHERE unique_key = 'key-a';
+
+-- the same key twice in one transaction: the second push gets the first one's id
+BEGIN;
+SELECT queue_push('t1', queue => 'same_tx_q', unique_key => 'key-same-tx') AS st1 \gset
+SELECT queue_push('t2', queue => 'same_tx_q', unique_key => 'key-same-tx') = :st1 AS same_id;
+COMMIT;
+SELECT count(*) AS rows_in_same_tx_q FROM queue_jobs WHERE queue = 'same_tx_q';
+
+-- clean up
+RESET jobqueue.clock_offset;
+TRUNCATE queue_jobs, queue_failed_jobs;

@@ -21,7 +21,8 @@ OBJS = \
 	extension/src/complete.o \
 	extension/src/failed.o \
 	extension/src/reports.o \
-	extension/src/grants.o
+	extension/src/grants.o \
+	extension/src/wakeup.o
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 

@@ -49,7 +49,12 @@ suite_regress() {
     fi
 }
 
-SUITES=(regress)
+# META.json must carry the control file's version.
+suite_packaging() {
+    make -s version-check PG_CONFIG="$PG_CONFIG"
+}
+
+SUITES=(packaging regress)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

@@ -172,10 +172,26 @@ SELECT count(*) AS handed_out FROM queue_reserve('{exp_q}');
 SELECT attempts, error = E'lease expired after the last attempt (2 of 2)\nlast error: disk full' AS error_ok
   FROM queue_failed_jobs WHERE id = :xj2;
 
+-- the last attempt's lease ran out but no claim has swept it yet: its worker may still complete it
+SELECT queue_push('late-finisher', queue => 'exp_q', max_attempts => 1) AS xj4 \gset
+SELECT token AS x4_tok FROM queue_reserve('{exp_q}', lease => '1 minute') \gset
+SET jobqueue.clock_offset = '37 minutes 30 seconds';
+SELECT queue_delete(:xj4, :x4_tok) AS late_delete;
+SELECT count(*) AS failed_rows FROM queue_failed_jobs WHERE id = :xj4;
+
+-- the same, but its worker extends the lease: the job is held again, and a claim neither hands it out nor fails it
+SELECT queue_push('late-heartbeat', queue => 'exp_q', max_attempts => 1) AS xj5 \gset
+SELECT token AS x5_tok FROM queue_reserve('{exp_q}', lease => '1 minute') \gset
+SET jobqueue.clock_offset = '38 minutes 30 seconds';
+SELECT queue_extend(:xj5, :x5_tok, '10 minutes') AS late_extend;
+SELECT count(*) AS handed_out FROM queue_reserve('{exp_q}');
+SELECT count(*) AS failed_rows FROM queue_failed_jobs WHERE id = :xj5;
+SELECT queue_delete(:xj5, :x5_tok) AS deleted;
+
 -- a job whose lease ran out with attempts left is not failed but claimed again
 SELECT queue_push('survivor', queue => 'exp_q', max_attempts => 2) AS xj3 \gset
 SELECT attempts FROM queue_reserve('{exp_q}', lease => '1 minute');
-SET jobqueue.clock_offset = '39 minutes';
+SET jobqueue.clock_offset = '40 minutes';
 SELECT id = :xj3 AS same_job, attempts FROM queue_reserve('{exp_q}');
 SELECT count(*) AS failed_rows FROM queue_failed_jobs WHERE id = :xj3;
 

@@ -169,10 +169,12 @@ ApplyTier(FunctionCallInfo fcinfo, const char *role, QueueTier tier, bool grant)
 Datum
 jobqueue_grant(PG_FUNCTION_ARGS)
 {
-	char	   *role = ArgRole(fcinfo, 0);
-	QueueTier	tier = ArgTier(fcinfo, 1);
+	char	   *role;
+	QueueTier	tier;
 
 	RequireOwner();
+	role = ArgRole(fcinfo, 0);
+	tier = ArgTier(fcinfo, 1);
 	ApplyTier(fcinfo, role, tier, true);
 	PG_RETURN_VOID();
 }
@@ -181,10 +183,12 @@ jobqueue_grant(PG_FUNCTION_ARGS)
 Datum
 jobqueue_revoke(PG_FUNCTION_ARGS)
 {
-	char	   *role = ArgRole(fcinfo, 0);
-	QueueTier	tier = ArgTier(fcinfo, 1);
+	char	   *role;
+	QueueTier	tier;
 
 	RequireOwner();
+	role = ArgRole(fcinfo, 0);
+	tier = ArgTier(fcinfo, 1);
 	ApplyTier(fcinfo, role, tier, false);
 	PG_RETURN_VOID();
 }

@@ -67,6 +67,25 @@ typedef enum QueuePlanId
 	PLAN_FORGET_FAILED_BEFORE,
 	PLAN_FORGET_FAILED_ALL,
 	PLAN_TIER_FUNCTIONS,
+	/* 1.1 */
+	PLAN_PUSH_1_1,
+	PLAN_PUSH_UNIQUE_1_1,
+	PLAN_PUSH_BATCH,
+	PLAN_QUEUE_WANTS_WAKEUPS,
+	PLAN_FIND_DUE_1_1,
+	PLAN_FAIL_EXPIRED,
+	PLAN_CLAIM_CANDIDATES_1_1,
+	PLAN_CLAIM_UPDATE_1_1,
+	PLAN_LOCK_CLAIMED_MANY,
+	PLAN_DELETE_IDS,
+	PLAN_RETRY_FAILED_ONE_1_1,
+	PLAN_RETRY_FAILED_ALL_1_1,
+	PLAN_CANCEL,
+	PLAN_CLEAR,
+	PLAN_SET_PAUSED,
+	PLAN_SET_DEFAULT_LEASE,
+	PLAN_SET_NOTIFY,
+	PLAN_LIST,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
@@ -95,6 +114,29 @@ extern Jsonb *ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname
 /* errortext.c */
 extern text *ArgErrorText(FunctionCallInfo fcinfo, int argno);
 extern text *CutErrorText(const char *message, int len);
+
+/* push.c: one job to insert, as checked from a call's arguments */
+typedef struct JobSpec
+{
+	text	   *name;
+	Jsonb	   *payload;
+	text	   *queue;
+	int32		priority;
+	int32		max_attempts;
+	text	   *unique_key;		/* NULL: none */
+	TimestampTz available_at;
+	bool		has_deadline;
+	TimestampTz deadline;
+} JobSpec;
+
+extern int64 InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
+					   bool schema_1_1, bool *inserted, bool *wake);
+extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
+
+/* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name */
+#define JQ_NOTIFY_CHANNEL "jobqueue"
+extern void WakeQueue(text *queue);
+extern bool QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue);
 
 /* complete.c: shared by reserve.c's sweep and the completion calls */
 extern bool MoveClaimedToFailed(FunctionCallInfo fcinfo, int64 id, int64 token,

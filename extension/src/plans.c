@@ -35,6 +35,48 @@ typedef struct QueuePlanDef
 	"id, job_id, queue, name, payload, priority, attempts, max_attempts, " \
 	"error, failed_at, created_at"
 
+/* Held by a claim (live when available_at, the lease's end, is ahead). */
+#define HELD "(NOT ready AND token IS NOT NULL)"
+
+/*
+ * The backlog per queue at time $1.  reserved: held by a live lease;
+ * delayed: not held, due later; pending: the rest (due now, including jobs
+ * whose lease ran out).
+ */
+#define BACKLOG_COUNTS \
+	"SELECT queue," \
+	"  pg_catalog.count(*) FILTER (WHERE available_at <= $1) AS pending," \
+	"  pg_catalog.count(*) FILTER (WHERE available_at > $1 AND NOT " HELD ") AS delayed," \
+	"  pg_catalog.count(*) FILTER (WHERE available_at > $1 AND " HELD ") AS reserved," \
+	"  pg_catalog.count(*) AS total" \
+	" FROM @S@.queue_jobs GROUP BY queue"
+
+/* True unless the queue's settings turn wake-ups off; $1 is the queue. */
+#define WANTS_WAKEUPS \
+	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $1 AND NOT s.notify)"
+
+/* The lease of a claim: the given one ($4), the queue's ($2) default, or 60 s. */
+#define CLAIM_LEASE \
+	"coalesce($4, (SELECT s.default_lease FROM @S@.queue_settings s WHERE s.queue = $2)," \
+	" interval '60 seconds')"
+
+/* True unless the queue ($1) is paused. */
+#define NOT_PAUSED \
+	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $1 AND s.paused)"
+
+/* The job's last error on a line of its own, when it has one. */
+#define WITH_LAST_ERROR \
+	"CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error ELSE '' END"
+
+/*
+ * An error text composed in SQL, kept within JQ_ERROR_TEXT_MAX bytes like
+ * CutErrorText does: 14,996 characters are at most 59,984 bytes, so with
+ * the marker the result stays under 60,000 and is cut between characters.
+ */
+#define CUT_ERROR_TEXT(expr) \
+	" CASE WHEN pg_catalog.octet_length(" expr ") <= 60000 THEN " expr \
+	" ELSE pg_catalog.left(" expr ", 14996) || pg_catalog.chr(10) || '... truncated' END"
+
 /* Puts the rows of "moved" back into queue_jobs, as a retry does. */
 #define RETRY_INSERT \
 	" INSERT INTO @S@.queue_jobs" \
@@ -86,9 +128,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
 		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
-		"  'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
-		"   || CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error"
-		"      ELSE '' END,"
+		CUT_ERROR_TEXT("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
+					   " || " WITH_LAST_ERROR) ","
 		"  $2, created_at"
 		" FROM moved",
 		2, {INT8ARRAYOID, TIMESTAMPTZOID}
@@ -157,24 +198,20 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
 	},
 
+	/* Claimable now: available_at has come (for a held job: its lease ran out). */
 	[PLAN_PENDING_ALL] = {
-		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs"
-		" WHERE ready OR available_at <= $1",
+		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs WHERE available_at <= $1",
 		1, {TIMESTAMPTZOID}
 	},
+	/* Spelt per "ready" so each arm can use its partial index. */
 	[PLAN_PENDING_QUEUE] = {
 		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs"
-		" WHERE queue = $2 AND (ready OR available_at <= $1)",
+		" WHERE (ready AND queue = $2 AND available_at <= $1)"
+		"    OR (NOT ready AND queue = $2 AND available_at <= $1)",
 		2, {TIMESTAMPTZOID, TEXTOID}
 	},
-	/* reserved: a live lease; delayed: not held, not yet due; pending: the rest. */
 	[PLAN_STATS] = {
-		"SELECT queue,"
-		"  pg_catalog.count(*) FILTER (WHERE ready OR available_at <= $1),"
-		"  pg_catalog.count(*) FILTER (WHERE NOT ready AND available_at > $1 AND token IS NULL),"
-		"  pg_catalog.count(*) FILTER (WHERE NOT ready AND available_at > $1 AND token IS NOT NULL),"
-		"  pg_catalog.count(*)"
-		" FROM @S@.queue_jobs GROUP BY queue ORDER BY queue COLLATE \"C\"",
+		BACKLOG_COUNTS " ORDER BY queue COLLATE \"C\"",
 		1, {TIMESTAMPTZOID}
 	},
 
@@ -224,6 +261,149 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		"   AND d.deptype = 'e'"
 		" ORDER BY 1",
 		0, {0}
+	},
+
+	/* ---- 1.1: deadlines, wake-ups, batches, administration ---- */
+
+	[PLAN_PUSH_1_1] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9)"
+		" RETURNING id, " WANTS_WAKEUPS,
+		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID}
+	},
+	[PLAN_PUSH_UNIQUE_1_1] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+		"  unique_key, deadline)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8, $9)"
+		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+		" RETURNING id, " WANTS_WAKEUPS,
+		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID}
+	},
+	/* Jobs without unique keys, in one statement; ids come back in input order. */
+	[PLAN_PUSH_BATCH] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
+		" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl"
+		" FROM pg_catalog.unnest($1, $2, $3, $4, $5, $6, $8) AS u(q, n, p, pr, ma, av, dl)"
+		" RETURNING id",
+		8, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
+	},
+	[PLAN_QUEUE_WANTS_WAKEUPS] = {
+		"SELECT " WANTS_WAKEUPS,
+		1, {TEXTOID}
+	},
+
+	/*
+	 * As PLAN_FIND_DUE, plus jobs past their deadline that are not running
+	 * (ready, or their lease ran out): those are failed as expired.
+	 */
+	[PLAN_FIND_DUE_1_1] = {
+		"SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2"
+		" FROM @S@.queue_jobs"
+		" WHERE queue = ANY ($1)"
+		"   AND ((NOT ready AND available_at <= $2)"
+		"        OR (deadline <= $2 AND (ready OR available_at <= $2)))"
+		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
+	[PLAN_FAIL_EXPIRED] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
+		")"
+		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
+		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
+		CUT_ERROR_TEXT("'expired: its deadline (' || deadline || ') passed before it could run'"
+					   " || " WITH_LAST_ERROR) ","
+		"  $2, created_at"
+		" FROM moved",
+		2, {INT8ARRAYOID, TIMESTAMPTZOID}
+	},
+	/* As the 1.0 claim, skipping paused queues and expired jobs. */
+	[PLAN_CLAIM_CANDIDATES_1_1] = {
+		"SELECT id FROM @S@.queue_jobs"
+		" WHERE ready AND queue = $1 AND available_at <= $2"
+		"   AND (deadline IS NULL OR deadline > $2) AND " NOT_PAUSED
+		" ORDER BY priority DESC, available_at, id"
+		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
+	},
+	/* $4 NULL: the queue's default lease, or 60 seconds. */
+	[PLAN_CLAIM_UPDATE_1_1] = {
+		"UPDATE @S@.queue_jobs"
+		" SET ready = false, attempts = attempts + 1,"
+		"     available_at = $3 + " CLAIM_LEASE ","
+		"     reserved_until = $3 + " CLAIM_LEASE ","
+		"     reserved_by = $5,"
+		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		" WHERE id = ANY ($1) AND ready AND queue = $2 AND available_at <= $3"
+		"   AND attempts < max_attempts AND (deadline IS NULL OR deadline > $3)"
+		"   AND NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $2 AND s.paused)"
+		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
+		"   reserved_until, created_at, last_error, deadline",
+		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID}
+	},
+
+	/* Batch completion: lock the jobs, pair tokens in C, then delete. */
+	[PLAN_LOCK_CLAIMED_MANY] = {
+		"SELECT id, token FROM @S@.queue_jobs WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
+		1, {INT8ARRAYOID}
+	},
+	[PLAN_DELETE_IDS] = {
+		"DELETE FROM @S@.queue_jobs WHERE id = ANY ($1)",
+		1, {INT8ARRAYOID}
+	},
+	[PLAN_RETRY_FAILED_ONE_1_1] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
+		")" RETRY_INSERT " RETURNING queue",
+		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_RETRY_FAILED_ALL_1_1] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
+		")" RETRY_INSERT " RETURNING queue",
+		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
+	},
+
+	/* A job held by a live claim is only cancelled with force ($2). */
+	[PLAN_CANCEL] = {
+		"DELETE FROM @S@.queue_jobs"
+		" WHERE id = $1 AND ($2 OR ready OR token IS NULL OR available_at <= $3)",
+		3, {INT8OID, BOOLOID, TIMESTAMPTZOID}
+	},
+	[PLAN_CLEAR] = {
+		"DELETE FROM @S@.queue_jobs WHERE queue = $1",
+		1, {TEXTOID}
+	},
+	[PLAN_SET_PAUSED] = {
+		"INSERT INTO @S@.queue_settings AS s (queue, paused, updated_at) VALUES ($1, $2, $3)"
+		" ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
+		3, {TEXTOID, BOOLOID, TIMESTAMPTZOID}
+	},
+	[PLAN_SET_DEFAULT_LEASE] = {
+		"INSERT INTO @S@.queue_settings AS s (queue, default_lease, updated_at) VALUES ($1, $2, $3)"
+		" ON CONFLICT (queue) DO UPDATE"
+		" SET default_lease = excluded.default_lease, updated_at = excluded.updated_at",
+		3, {TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+	},
+	[PLAN_SET_NOTIFY] = {
+		"INSERT INTO @S@.queue_settings AS s (queue, notify, updated_at) VALUES ($1, $2, $3)"
+		" ON CONFLICT (queue) DO UPDATE SET notify = excluded.notify, updated_at = excluded.updated_at",
+		3, {TEXTOID, BOOLOID, TIMESTAMPTZOID}
+	},
+	[PLAN_LIST] = {
+		"SELECT coalesce(c.queue, s.queue), coalesce(s.paused, false), s.default_lease,"
+		"  coalesce(s.notify, true), coalesce(c.pending, 0), coalesce(c.delayed, 0),"
+		"  coalesce(c.reserved, 0), coalesce(c.total, 0)"
+		" FROM (" BACKLOG_COUNTS ") c"
+		" FULL JOIN @S@.queue_settings s ON s.queue = c.queue"
+		" ORDER BY 1 COLLATE \"C\"",
+		1, {TIMESTAMPTZOID}
 	},
 };
 

@@ -7,7 +7,7 @@
  * rolls back with the caller's work.  A unique key already held is an
  * expected condition, never an error: INSERT ... ON CONFLICT DO NOTHING,
  * then read the holder's id.  If the holder vanished in between (it was
- * completed), insert again.
+ * completed), insert again.  Batch push (batch.c) shares InsertJob.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,93 +16,170 @@
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(jobqueue_push);
+PG_FUNCTION_INFO_V1(jobqueue_push_1_1);
 
 /* Rounds of insert / find-holder before giving up on a key that keeps moving. */
 #define UNIQUE_PUSH_ROUNDS 100
 
+/* The parameters of the push plans, in their $n order. */
+enum
+{
+	PUSH_QUEUE, PUSH_NAME, PUSH_PAYLOAD, PUSH_PRIORITY, PUSH_MAX_ATTEMPTS,
+	PUSH_AVAILABLE_AT, PUSH_NOW, PUSH_UNIQUE_KEY, PUSH_DEADLINE, PUSH_NARGS
+};
+
 static int64
-FirstInt8(void)
+ResultInt8(int column)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
-	return DatumGetInt64(d);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+									   column, &isnull));
+}
+
+static bool
+ResultBool(int column)
+{
+	bool		isnull;
+
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+									  column, &isnull));
 }
 
 /*
- * Insert with a unique key; returns the new id or the holder's id.
- * values[0..7] are PLAN_PUSH_UNIQUE's parameters.
+ * Insert one job; returns its id, or the id of the job holding its unique
+ * key (then *inserted is false).  With schema_1_1 the job's deadline is
+ * stored and *wake says whether the queue wants NOTIFY wake-ups.  Must be
+ * called between SPI_connect and SPI_finish.
  */
-static int64
-PushUnique(FunctionCallInfo fcinfo, Datum *values)
+int64
+InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
+		  bool schema_1_1, bool *inserted, bool *wake)
 {
-	SPIPlanPtr	insert_plan = QueuePlan(fcinfo, PLAN_PUSH_UNIQUE);
-	SPIPlanPtr	holder_plan = QueuePlan(fcinfo, PLAN_FIND_UNIQUE_HOLDER);
+	Datum		values[PUSH_NARGS];
+	char		nulls[PUSH_NARGS];
+	SPIPlanPtr	insert_plan;
 
+	memset(nulls, ' ', sizeof(nulls));
+	values[PUSH_QUEUE] = PointerGetDatum(job->queue);
+	values[PUSH_NAME] = PointerGetDatum(job->name);
+	values[PUSH_PAYLOAD] = PointerGetDatum(job->payload);
+	values[PUSH_PRIORITY] = Int32GetDatum(job->priority);
+	values[PUSH_MAX_ATTEMPTS] = Int32GetDatum(job->max_attempts);
+	values[PUSH_AVAILABLE_AT] = TimestampTzGetDatum(job->available_at);
+	values[PUSH_NOW] = TimestampTzGetDatum(now);
+	values[PUSH_UNIQUE_KEY] = PointerGetDatum(job->unique_key);
+	if (job->unique_key == NULL)
+		nulls[PUSH_UNIQUE_KEY] = 'n';
+	values[PUSH_DEADLINE] = TimestampTzGetDatum(job->deadline);
+	if (!job->has_deadline)
+		nulls[PUSH_DEADLINE] = 'n';
+
+	*inserted = true;
+	*wake = false;
+	if (job->unique_key == NULL)
+	{
+		insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_1_1 : PLAN_PUSH);
+		QueueExecute(insert_plan, values, nulls, false, SPI_OK_INSERT_RETURNING);
+		if (schema_1_1)
+			*wake = ResultBool(2);
+		return ResultInt8(1);
+	}
+
+	insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_UNIQUE_1_1 : PLAN_PUSH_UNIQUE);
 	for (int round = 0; round < UNIQUE_PUSH_ROUNDS; round++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		QueueExecute(insert_plan, values, NULL, false, SPI_OK_INSERT_RETURNING);
+		QueueExecute(insert_plan, values, nulls, false, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
-			return FirstInt8();
+		{
+			if (schema_1_1)
+				*wake = ResultBool(2);
+			return ResultInt8(1);
+		}
 
 		/* Each statement takes a fresh snapshot: the holder has committed. */
-		QueueExecute(holder_plan, &values[7], NULL, false, SPI_OK_SELECT);
+		QueueExecute(QueuePlan(fcinfo, PLAN_FIND_UNIQUE_HOLDER),
+					 &values[PUSH_UNIQUE_KEY], NULL, false, SPI_OK_SELECT);
 		if (SPI_processed == 1)
-			return FirstInt8();
+		{
+			*inserted = false;
+			return ResultInt8(1);
+		}
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not push a job with unique_key \"%s\": its holder kept changing",
-					TextDatumGetCString(values[7])),
+					text_to_cstring(job->unique_key)),
 			 errhint("Retry the transaction.")));
 	return 0;					/* not reached */
 }
 
-/*
- * queue_push(name, payload, queue, delay, priority, unique_key, max_attempts)
- * returns the job's id.
- */
+/* A deadline must leave the job some time to run. */
+void
+CheckDeadline(TimestampTz deadline, TimestampTz available_at)
+{
+	if (deadline <= available_at)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"deadline\" must be later than the time the job becomes due"),
+				 errdetail("The job would expire before it could run: deadline %s, due %s.",
+						   timestamptz_to_str(deadline), timestamptz_to_str(available_at))));
+}
+
+/* Reads and checks queue_push's arguments (the deadline only from 1.1 on). */
+static void
+ArgJobSpec(FunctionCallInfo fcinfo, JobSpec *job, TimestampTz now, bool schema_1_1)
+{
+	Interval   *delay;
+
+	job->name = ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX);
+	job->payload = ArgPayload(fcinfo, 1, "payload");
+	job->queue = ArgNameText(fcinfo, 2, "queue", "default", JQ_QUEUE_NAME_MAX);
+	delay = ArgInterval(fcinfo, 3, "delay", "0");
+	CheckNonNegativeInterval(delay, "delay");
+	job->available_at = QueueTimeAfter(now, delay);
+	job->priority = ArgInt(fcinfo, 4, "priority", 0, PG_INT32_MIN, PG_INT32_MAX);
+	job->unique_key = ArgOptionalNameText(fcinfo, 5, "unique_key", JQ_UNIQUE_KEY_MAX);
+	job->max_attempts = ArgInt(fcinfo, 6, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
+	job->has_deadline = schema_1_1 && !PG_ARGISNULL(7);
+	job->deadline = job->has_deadline ? PG_GETARG_TIMESTAMPTZ(7) : 0;
+	if (job->has_deadline)
+		CheckDeadline(job->deadline, job->available_at);
+}
+
+static Datum
+PushFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
+{
+	TimestampTz now = QueueNow();
+	JobSpec		job;
+	bool		inserted;
+	bool		wake;
+	int64		id;
+
+	ArgJobSpec(fcinfo, &job, now, schema_1_1);
+
+	SPI_connect();
+	id = InsertJob(fcinfo, &job, now, schema_1_1, &inserted, &wake);
+	SPI_finish();
+
+	/* a job due now wakes the queue's listeners; a held unique key wakes nobody */
+	if (inserted && wake && job.available_at <= now)
+		WakeQueue(job.queue);
+
+	PG_RETURN_INT64(id);
+}
+
+/* queue_push(name, payload, queue, delay, priority, unique_key, max_attempts), 1.0 */
 Datum
 jobqueue_push(PG_FUNCTION_ARGS)
 {
-	text	   *name = ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX);
-	Jsonb	   *payload = ArgPayload(fcinfo, 1, "payload");
-	text	   *queue = ArgNameText(fcinfo, 2, "queue", "default", JQ_QUEUE_NAME_MAX);
-	Interval   *delay = ArgInterval(fcinfo, 3, "delay", "0");
-	int32		priority = ArgInt(fcinfo, 4, "priority", 0, PG_INT32_MIN, PG_INT32_MAX);
-	text	   *unique_key = ArgOptionalNameText(fcinfo, 5, "unique_key", JQ_UNIQUE_KEY_MAX);
-	int32		max_attempts = ArgInt(fcinfo, 6, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
-	TimestampTz now;
-	TimestampTz available_at;
-	Datum		values[8];
-	int64		id;
+	return PushFromArgs(fcinfo, false);
+}
 
-	CheckNonNegativeInterval(delay, "delay");
-	now = QueueNow();
-	available_at = QueueTimeAfter(now, delay);
-
-	values[0] = PointerGetDatum(queue);
-	values[1] = PointerGetDatum(name);
-	values[2] = PointerGetDatum(payload);
-	values[3] = Int32GetDatum(priority);
-	values[4] = Int32GetDatum(max_attempts);
-	values[5] = TimestampTzGetDatum(available_at);
-	values[6] = TimestampTzGetDatum(now);
-
-	SPI_connect();
-	if (unique_key == NULL)
-	{
-		QueueExecute(QueuePlan(fcinfo, PLAN_PUSH), values, NULL, false,
-					 SPI_OK_INSERT_RETURNING);
-		id = FirstInt8();
-	}
-	else
-	{
-		values[7] = PointerGetDatum(unique_key);
-		id = PushUnique(fcinfo, values);
-	}
-	SPI_finish();
-
-	PG_RETURN_INT64(id);
+/* queue_push(..., max_attempts, deadline), 1.1: deadlines and wake-ups */
+Datum
+jobqueue_push_1_1(PG_FUNCTION_ARGS)
+{
+	return PushFromArgs(fcinfo, true);
 }

@@ -23,8 +23,7 @@
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(jobqueue_reserve);
-
-#define CLAIM_COLUMNS 11
+PG_FUNCTION_INFO_V1(jobqueue_reserve_1_1);
 
 /* The queues argument: non-empty, no NULL element, each a valid name. */
 static ArrayType *
@@ -82,38 +81,68 @@ RowInt8(uint64 row, int column)
 									   column, &isnull));
 }
 
+static bool
+RowBool(uint64 row, int column)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+									  column, &isnull);
+
+	return !isnull && DatumGetBool(value);
+}
+
+/* Move the jobs with these ids to the failed table with plan's error. */
+static void
+FailJobs(FunctionCallInfo fcinfo, QueuePlanId plan, Datum *ids, int count,
+		 TimestampTz now)
+{
+	Datum		args[2];
+
+	if (count == 0)
+		return;
+	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
+	args[1] = TimestampTzGetDatum(now);
+	QueueExecute(QueuePlan(fcinfo, plan), args, NULL, false, SPI_OK_INSERT);
+}
+
 /*
  * Step 1: delayed and held jobs of these queues whose moment has come become
- * ready; a held job on its last attempt goes to the failed table instead.
- * In the usual case nothing is due and this is one index probe.
+ * ready; a held job on its last attempt goes to the failed table instead,
+ * and (1.1) so does a job past its deadline that is not running.  In the
+ * usual case nothing is due and this is one index probe.
  */
 static void
-PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now)
+PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
+			   bool schema_1_1)
 {
 	Datum		args[2];
 	Datum	   *ready_ids;
 	Datum	   *exhausted_ids;
+	Datum	   *expired_ids;
 	int			ready_count = 0;
 	int			exhausted_count = 0;
+	int			expired_count = 0;
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(now);
-	QueueExecute(QueuePlan(fcinfo, PLAN_FIND_DUE), args, NULL, false, SPI_OK_SELECT);
+	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_FIND_DUE_1_1 : PLAN_FIND_DUE),
+				 args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return;
 
 	ready_ids = palloc(sizeof(Datum) * SPI_processed);
 	exhausted_ids = palloc(sizeof(Datum) * SPI_processed);
+	expired_ids = palloc(sizeof(Datum) * SPI_processed);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		bool		isnull;
-		bool		exhausted = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[row],
-														   SPI_tuptable->tupdesc, 2, &isnull));
+		Datum		id = Int64GetDatum(RowInt8(row, 1));
 
-		if (exhausted)
-			exhausted_ids[exhausted_count++] = Int64GetDatum(RowInt8(row, 1));
+		if (schema_1_1 && RowBool(row, 3))
+			expired_ids[expired_count++] = id;
+		else if (RowBool(row, 2))
+			exhausted_ids[exhausted_count++] = id;
 		else
-			ready_ids[ready_count++] = Int64GetDatum(RowInt8(row, 1));
+			ready_ids[ready_count++] = id;
 	}
 
 	if (ready_count > 0)
@@ -121,11 +150,8 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now)
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(ready_ids, ready_count));
 		QueueExecute(QueuePlan(fcinfo, PLAN_MAKE_READY), args, NULL, false, SPI_OK_UPDATE);
 	}
-	if (exhausted_count > 0)
-	{
-		args[0] = PointerGetDatum(Int8ArrayFromDatums(exhausted_ids, exhausted_count));
-		QueueExecute(QueuePlan(fcinfo, PLAN_FAIL_EXHAUSTED), args, NULL, false, SPI_OK_INSERT);
-	}
+	FailJobs(fcinfo, PLAN_FAIL_EXHAUSTED, exhausted_ids, exhausted_count, now);
+	FailJobs(fcinfo, PLAN_FAIL_EXPIRED, expired_ids, expired_count, now);
 }
 
 /*
@@ -134,11 +160,13 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now)
  */
 static int
 ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
-			   TimestampTz lease_end, text *worker)
+			   Interval *lease, text *worker, bool schema_1_1)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			result_columns = rsinfo->setDesc->natts;
 	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	int			row_columns;
 	Datum	   *ids;
 	ClaimSlot  *slots;
 	HeapTuple  *claimed;
@@ -147,7 +175,8 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	args[0] = queue;
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = Int32GetDatum(limit);
-	QueueExecute(QueuePlan(fcinfo, PLAN_CLAIM_CANDIDATES), args, NULL, false, SPI_OK_SELECT);
+	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_CLAIM_CANDIDATES_1_1 : PLAN_CLAIM_CANDIDATES),
+				 args, NULL, false, SPI_OK_SELECT);
 	count = (int) SPI_processed;
 	if (count == 0)
 		return 0;
@@ -165,10 +194,19 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
 	args[1] = queue;
 	args[2] = TimestampTzGetDatum(now);
-	args[3] = TimestampTzGetDatum(lease_end);
 	args[4] = PointerGetDatum(worker);
-	QueueExecute(QueuePlan(fcinfo, PLAN_CLAIM_UPDATE), args, NULL, false,
-				 SPI_OK_UPDATE_RETURNING);
+	if (schema_1_1)
+	{
+		/* the lease (NULL: the queue's default) is applied in SQL */
+		args[3] = PointerGetDatum(lease);
+		if (lease == NULL)
+			nulls[3] = 'n';
+	}
+	else
+		args[3] = TimestampTzGetDatum(QueueTimeAfter(now, lease));
+	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_CLAIM_UPDATE_1_1 : PLAN_CLAIM_UPDATE),
+				 args, nulls, false, SPI_OK_UPDATE_RETURNING);
+	row_columns = SPI_tuptable->tupdesc->natts;
 
 	/* UPDATE returns rows in storage order: put them back in claim order. */
 	claimed = palloc0(sizeof(HeapTuple) * count);
@@ -185,52 +223,68 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	for (int i = 0; i < count; i++)
 	{
 		Datum	   *values;
-		bool	   *nulls;
+		bool	   *row_nulls;
 
 		if (claimed[i] == NULL)
 			continue;
 		/* columns the caller's queue_job has beyond ours stay NULL */
-		values = palloc0(sizeof(Datum) * Max(result_columns, CLAIM_COLUMNS));
-		nulls = palloc(sizeof(bool) * Max(result_columns, CLAIM_COLUMNS));
-		memset(nulls, true, sizeof(bool) * Max(result_columns, CLAIM_COLUMNS));
-		heap_deform_tuple(claimed[i], SPI_tuptable->tupdesc, values, nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		values = palloc0(sizeof(Datum) * Max(result_columns, row_columns));
+		row_nulls = palloc(sizeof(bool) * Max(result_columns, row_columns));
+		memset(row_nulls, true, sizeof(bool) * Max(result_columns, row_columns));
+		heap_deform_tuple(claimed[i], SPI_tuptable->tupdesc, values, row_nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, row_nulls);
 	}
 	return (int) SPI_processed;
 }
 
 /*
  * queue_reserve(queues, lease, worker, max_jobs) returns SETOF queue_job,
- * in the order the jobs would have been claimed one by one.
+ * in the order the jobs would have been claimed one by one.  From 1.1 a
+ * NULL lease is each queue's default lease, paused queues hand out nothing
+ * and jobs past their deadline are failed instead of handed out.
  */
-Datum
-jobqueue_reserve(PG_FUNCTION_ARGS)
+static Datum
+ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 {
 	Datum	   *queue_names;
 	int			queue_count;
 	ArrayType  *queues = ArgQueues(fcinfo, 0, &queue_names, &queue_count);
-	Interval   *lease = ArgInterval(fcinfo, 1, "lease", "60 seconds");
+	Interval   *lease = NULL;
 	text	   *worker = ArgWorkerText(fcinfo, 2);
 	int32		max_jobs = ArgInt(fcinfo, 3, "max_jobs", 1, 1, JQ_MAX_JOBS_LIMIT);
 	TimestampTz now;
-	TimestampTz lease_end;
 	int			claimed = 0;
 
-	CheckLeaseInterval(lease, "lease");
+	if (!schema_1_1 || !PG_ARGISNULL(1))
+		lease = ArgInterval(fcinfo, 1, "lease", "60 seconds");
+	if (lease != NULL)
+		CheckLeaseInterval(lease, "lease");
 	InitMaterializedSRF(fcinfo, 0);
-
 	now = QueueNow();
-	lease_end = QueueTimeAfter(now, lease);
 
 	SPI_connect();
-	PromoteDueJobs(fcinfo, queues, now);
+	PromoteDueJobs(fcinfo, queues, now, schema_1_1);
 	for (int q = 0; q < queue_count && claimed < max_jobs; q++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		claimed += ClaimFromQueue(fcinfo, queue_names[q], max_jobs - claimed,
-								  now, lease_end, worker);
+								  now, lease, worker, schema_1_1);
 	}
 	SPI_finish();
 
 	return (Datum) 0;
+}
+
+/* queue_reserve, 1.0 schema */
+Datum
+jobqueue_reserve(PG_FUNCTION_ARGS)
+{
+	return ReserveFromArgs(fcinfo, false);
+}
+
+/* queue_reserve, 1.1 schema: pause, per-queue default lease, deadlines */
+Datum
+jobqueue_reserve_1_1(PG_FUNCTION_ARGS)
+{
+	return ReserveFromArgs(fcinfo, true);
 }

@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * wakeup.c
+ *	  Wake-ups: NOTIFY jobqueue, '<queue>' when a job becomes due now.
+ *
+ * Sent for a push, a retry or a release without delay, never for a delayed
+ * job.  PostgreSQL queues a NOTIFY until commit and drops duplicates within
+ * a transaction (subtransactions included), so a queue is announced at most
+ * once per transaction and a rolled-back transaction wakes nobody.
+ *
+ * NOTIFY makes PostgreSQL serialise the commits of notifying transactions,
+ * so each queue can turn it off (queue_set_notify); workers then poll.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "commands/async.h"
+#include "utils/builtins.h"
+
+/* Queue the wake-up for queue; it is delivered when the transaction commits. */
+void
+WakeQueue(text *queue)
+{
+	Async_Notify(JQ_NOTIFY_CHANNEL, text_to_cstring(queue));
+}
+
+/*
+ * Whether queue has wake-ups on (the default; off when its settings say
+ * so).  Must be called between SPI_connect and SPI_finish.
+ */
+bool
+QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue)
+{
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = PointerGetDatum(queue);
+	QueueExecute(QueuePlan(fcinfo, PLAN_QUEUE_WANTS_WAKEUPS), args, NULL, false, SPI_OK_SELECT);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}

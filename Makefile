@@ -7,7 +7,8 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" extensi
 # control file is installed as plain DATA into share/extension.
 MODULEDIR = extension
 DATA = extension/jobqueue.control \
-	extension/scripts/jobqueue--1.0.sql
+	extension/scripts/jobqueue--1.0.sql \
+	extension/scripts/jobqueue--1.0--1.1.sql
 
 MODULE_big = jobqueue
 OBJS = \
@@ -22,7 +23,9 @@ OBJS = \
 	extension/src/failed.o \
 	extension/src/reports.o \
 	extension/src/grants.o \
-	extension/src/wakeup.o
+	extension/src/wakeup.o \
+	extension/src/batch.o \
+	extension/src/admin.o
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 

@@ -16,6 +16,7 @@
  */
 #include "jobqueue.h"
 
+#include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
@@ -205,16 +206,22 @@ Jsonb *
 ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	Jsonb	   *payload;
-	int			binary_bytes;
-	size_t		text_bytes;
-	char	   *rendered;
 
 	if (PG_ARGISNULL(argno))
 		return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
 	payload = PG_GETARG_JSONB_P(argno);
-	binary_bytes = VARSIZE(payload) - VARHDRSZ;
-	rendered = JsonbToCString(NULL, &payload->root, binary_bytes);
-	text_bytes = strlen(rendered);
+	CheckPayload(payload, argname);
+	return payload;
+}
+
+/* A payload's size rule, for payloads that do not come from an argument. */
+void
+CheckPayload(Jsonb *payload, const char *argname)
+{
+	int			binary_bytes = VARSIZE(payload) - VARHDRSZ;
+	char	   *rendered = JsonbToCString(NULL, &payload->root, binary_bytes);
+	size_t		text_bytes = strlen(rendered);
+
 	pfree(rendered);
 	if (text_bytes > (size_t) jobqueue_max_payload_bytes)
 		ereport(ERROR,
@@ -223,5 +230,66 @@ ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname)
 						argname, jobqueue_max_payload_bytes),
 				 errdetail("Payloads are limited to jobqueue.max_payload_bytes = %d bytes.",
 						   jobqueue_max_payload_bytes)));
-	return payload;
+}
+
+/* An integer's range rule, for integers that do not come from an argument. */
+void
+CheckIntRange(int64 value, const char *argname, int32 min_value, int32 max_value)
+{
+	if (value < min_value || value > max_value)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between %d and %d, got " INT64_FORMAT,
+						argname, min_value, max_value, value)));
+}
+
+/*
+ * The ids and tokens arrays of a batch call: both given, one-dimensional,
+ * the same length (at most JQ_MAX_JOBS_LIMIT), no NULL element.
+ */
+int
+ArgIdTokenArrays(FunctionCallInfo fcinfo, int64 **ids, int64 **tokens)
+{
+	const char *names[2] = {"ids", "tokens"};
+	int64	   *out[2];
+	int			counts[2];
+
+	for (int a = 0; a < 2; a++)
+	{
+		ArrayType  *array;
+		Datum	   *elems;
+		bool	   *nulls;
+
+		ArgRequire(fcinfo, a, names[a]);
+		array = PG_GETARG_ARRAYTYPE_P(a);
+		if (ARR_NDIM(array) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"%s\" must be a one-dimensional array", names[a])));
+		deconstruct_array(array, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+						  &elems, &nulls, &counts[a]);
+		if (counts[a] > JQ_MAX_JOBS_LIMIT)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("argument \"%s\" has %d elements, at most %d are allowed",
+							names[a], counts[a], JQ_MAX_JOBS_LIMIT)));
+		out[a] = palloc(sizeof(int64) * Max(counts[a], 1));
+		for (int i = 0; i < counts[a]; i++)
+		{
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("argument \"%s\" must not contain NULL (element %d)",
+								names[a], i + 1)));
+			out[a][i] = DatumGetInt64(elems[i]);
+		}
+	}
+	if (counts[0] != counts[1])
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("arguments \"ids\" and \"tokens\" must have the same length, got %d and %d",
+						counts[0], counts[1])));
+	*ids = out[0];
+	*tokens = out[1];
+	return counts[0];
 }

@@ -18,6 +18,7 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_delete);
 PG_FUNCTION_INFO_V1(jobqueue_release);
+PG_FUNCTION_INFO_V1(jobqueue_release_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_fail);
 PG_FUNCTION_INFO_V1(jobqueue_extend);
 
@@ -62,7 +63,7 @@ BackoffDelay(int32 attempts)
 	return span;
 }
 
-static void
+void
 ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token)
 {
 	ArgRequire(fcinfo, 0, "id");
@@ -93,23 +94,66 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 }
 
 /*
- * queue_release(id, token, delay, error): back for another attempt after
- * delay (NULL: backoff).  Attempts are not touched: the claim counted this
- * one.  A job with no attempts left goes to the failed table instead.
+ * Release the claimed job (id, token) for another attempt after delay (NULL:
+ * backoff).  Attempts are not touched: the claim counted this one.  A job
+ * with no attempts left goes to the failed table instead.  Returns false
+ * when the token is not the current claim's.  *due_queue is set to the
+ * job's queue when the job is due again right now (the caller may wake the
+ * queue), else to NULL.  Must be called between SPI_connect and SPI_finish.
  */
-Datum
-jobqueue_release(PG_FUNCTION_ARGS)
+bool
+ReleaseClaimed(FunctionCallInfo fcinfo, int64 id, int64 token, Interval *delay,
+			   text *error, TimestampTz now, text **due_queue)
+{
+	Datum		args[5];
+	bool		isnull;
+	int32		attempts;
+	int32		max_attempts;
+	text	   *queue;
+	TimestampTz available_at;
+
+	*due_queue = NULL;
+
+	/* Lock the claim first, so attempts cannot change under the decision. */
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	QueueExecute(QueuePlan(fcinfo, PLAN_LOCK_CLAIMED), args, NULL, false, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	queue = DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+
+	if (attempts >= max_attempts)
+	{
+		if (VARSIZE_ANY_EXHDR(error) == 0)
+			error = cstring_to_text("released with no attempts left");
+		return MoveClaimedToFailed(fcinfo, id, token, error, now);
+	}
+
+	available_at = QueueTimeAfter(now, delay != NULL ? delay : BackoffDelay(attempts));
+	args[2] = TimestampTzGetDatum(available_at);
+	args[3] = TimestampTzGetDatum(now);
+	args[4] = PointerGetDatum(error);
+	QueueExecute(QueuePlan(fcinfo, PLAN_RELEASE), args, NULL, false, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		return false;
+	if (available_at <= now)
+		*due_queue = queue;
+	return true;
+}
+
+/* queue_release(id, token, delay, error); from 1.1 a job due now wakes its queue. */
+static Datum
+ReleaseFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 {
 	int64		id;
 	int64		token;
 	Interval   *delay = NULL;
 	text	   *error;
-	TimestampTz now;
-	Datum		args[5];
-	bool		isnull;
-	int32		attempts;
-	int32		max_attempts;
+	text	   *due_queue;
 	bool		released;
+	bool		wake = false;
 
 	ArgIdAndToken(fcinfo, &id, &token);
 	if (!PG_ARGISNULL(2))
@@ -118,41 +162,28 @@ jobqueue_release(PG_FUNCTION_ARGS)
 		CheckNonNegativeInterval(delay, "delay");
 	}
 	error = ArgErrorText(fcinfo, 3);
-	now = QueueNow();
 
 	SPI_connect();
-
-	/* Lock the claim first, so attempts cannot change under the decision. */
-	args[0] = Int64GetDatum(id);
-	args[1] = Int64GetDatum(token);
-	QueueExecute(QueuePlan(fcinfo, PLAN_LOCK_CLAIMED), args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-	{
-		SPI_finish();
-		PG_RETURN_BOOL(false);
-	}
-	attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-
-	if (attempts >= max_attempts)
-	{
-		if (VARSIZE_ANY_EXHDR(error) == 0)
-			error = cstring_to_text("released with no attempts left");
-		released = MoveClaimedToFailed(fcinfo, id, token, error, now);
-	}
-	else
-	{
-		if (delay == NULL)
-			delay = BackoffDelay(attempts);
-		args[2] = TimestampTzGetDatum(QueueTimeAfter(now, delay));
-		args[3] = TimestampTzGetDatum(now);
-		args[4] = PointerGetDatum(error);
-		QueueExecute(QueuePlan(fcinfo, PLAN_RELEASE), args, NULL, false, SPI_OK_UPDATE);
-		released = SPI_processed == 1;
-	}
-
+	released = ReleaseClaimed(fcinfo, id, token, delay, error, QueueNow(), &due_queue);
+	if (schema_1_1 && due_queue != NULL)
+		wake = QueueWantsWakeups(fcinfo, due_queue);
 	SPI_finish();
+
+	if (wake)
+		WakeQueue(due_queue);
 	PG_RETURN_BOOL(released);
+}
+
+Datum
+jobqueue_release(PG_FUNCTION_ARGS)
+{
+	return ReleaseFromArgs(fcinfo, false);
+}
+
+Datum
+jobqueue_release_1_1(PG_FUNCTION_ARGS)
+{
+	return ReleaseFromArgs(fcinfo, true);
 }
 
 /*

@@ -17,6 +17,7 @@
 PG_FUNCTION_INFO_V1(jobqueue_failed_count);
 PG_FUNCTION_INFO_V1(jobqueue_failed_rows);
 PG_FUNCTION_INFO_V1(jobqueue_retry_failed);
+PG_FUNCTION_INFO_V1(jobqueue_retry_failed_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_forget_failed);
 
 /* queue_failed_count(): rows in the failed table. */
@@ -60,27 +61,62 @@ jobqueue_failed_rows(PG_FUNCTION_ARGS)
 /*
  * queue_retry_failed(id, max_attempts): requeue one failed job (all when id
  * is NULL) under its original id, attempts 0, due now, no unique key.
- * Returns how many were requeued.
+ * Returns how many were requeued.  From 1.1 the requeued jobs' queues are
+ * woken.
  */
-Datum
-jobqueue_retry_failed(PG_FUNCTION_ARGS)
+static Datum
+RetryFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 {
 	int32		max_attempts = ArgInt(fcinfo, 1, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
 	bool		all_rows = PG_ARGISNULL(0);
 	Datum		args[3];
+	QueuePlanId plan;
 	int64		moved;
+	List	   *wake = NIL;
 
 	args[0] = all_rows ? Int64GetDatum(0) : PG_GETARG_DATUM(0);
 	args[1] = Int32GetDatum(max_attempts);
 	args[2] = TimestampTzGetDatum(QueueNow());
+	if (schema_1_1)
+		plan = all_rows ? PLAN_RETRY_FAILED_ALL_1_1 : PLAN_RETRY_FAILED_ONE_1_1;
+	else
+		plan = all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE;
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE),
-				 args, NULL, false, SPI_OK_INSERT);
+	QueueExecute(QueuePlan(fcinfo, plan), args, NULL, false,
+				 schema_1_1 ? SPI_OK_INSERT_RETURNING : SPI_OK_INSERT);
 	moved = (int64) SPI_processed;
+	if (schema_1_1 && moved > 0)
+	{
+		SPITupleTable *rows = SPI_tuptable;
+		List	   *queues = NIL;
+
+		for (uint64 row = 0; row < (uint64) moved; row++)
+		{
+			bool		isnull;
+			text	   *queue = DatumGetTextPCopy(SPI_getbinval(rows->vals[row], rows->tupdesc,
+															   1, &isnull));
+
+			queues = AddWakeQueue(queues, queue);
+		}
+		wake = WakeableQueues(fcinfo, queues);
+	}
 	SPI_finish();
+	WakeQueues(wake);
 
 	PG_RETURN_INT64(moved);
+}
+
+Datum
+jobqueue_retry_failed(PG_FUNCTION_ARGS)
+{
+	return RetryFromArgs(fcinfo, false);
+}
+
+Datum
+jobqueue_retry_failed_1_1(PG_FUNCTION_ARGS)
+{
+	return RetryFromArgs(fcinfo, true);
 }
 
 /*

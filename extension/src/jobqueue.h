@@ -19,6 +19,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "nodes/pg_list.h"
 #include "miscadmin.h"
 #include "fmgr.h"
 #include "utils/array.h"
@@ -110,6 +111,9 @@ extern Interval *ArgInterval(FunctionCallInfo fcinfo, int argno,
 extern void CheckNonNegativeInterval(Interval *span, const char *argname);
 extern void CheckLeaseInterval(Interval *span, const char *argname);
 extern Jsonb *ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern void CheckPayload(Jsonb *payload, const char *argname);
+extern void CheckIntRange(int64 value, const char *argname, int32 min_value, int32 max_value);
+extern int	ArgIdTokenArrays(FunctionCallInfo fcinfo, int64 **ids, int64 **tokens);
 
 /* errortext.c */
 extern text *ArgErrorText(FunctionCallInfo fcinfo, int argno);
@@ -137,9 +141,15 @@ extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 #define JQ_NOTIFY_CHANNEL "jobqueue"
 extern void WakeQueue(text *queue);
 extern bool QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue);
+extern List *AddWakeQueue(List *queues, text *queue);
+extern List *WakeableQueues(FunctionCallInfo fcinfo, List *queues);
+extern void WakeQueues(List *queues);
 
-/* complete.c: shared by reserve.c's sweep and the completion calls */
+/* complete.c: finishing one claimed job, shared with the batch calls */
 extern bool MoveClaimedToFailed(FunctionCallInfo fcinfo, int64 id, int64 token,
 								text *error, TimestampTz now);
+extern bool ReleaseClaimed(FunctionCallInfo fcinfo, int64 id, int64 token, Interval *delay,
+						   text *error, TimestampTz now, text **due_queue);
+extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 
 #endif							/* JOBQUEUE_H */

@@ -166,7 +166,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		2, {INT8OID, INT8OID}
 	},
 	[PLAN_LOCK_CLAIMED] = {
-		"SELECT attempts, max_attempts FROM @S@.queue_jobs"
+		"SELECT attempts, max_attempts, queue FROM @S@.queue_jobs"
 		" WHERE id = $1 AND token = $2 FOR UPDATE",
 		2, {INT8OID, INT8OID}
 	},
@@ -288,7 +288,9 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		"INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
 		" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl"
-		" FROM pg_catalog.unnest($1, $2, $3, $4, $5, $6, $8) AS u(q, n, p, pr, ma, av, dl)"
+		" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
+		"   pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6),"
+		"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)"
 		" RETURNING id",
 		8, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
 			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
@@ -402,7 +404,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		"  coalesce(c.reserved, 0), coalesce(c.total, 0)"
 		" FROM (" BACKLOG_COUNTS ") c"
 		" FULL JOIN @S@.queue_settings s ON s.queue = c.queue"
-		" ORDER BY 1 COLLATE \"C\"",
+		" ORDER BY coalesce(c.queue, s.queue) COLLATE \"C\"",
 		1, {TIMESTAMPTZOID}
 	},
 };

@@ -39,3 +39,42 @@ QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue)
 	QueueExecute(QueuePlan(fcinfo, PLAN_QUEUE_WANTS_WAKEUPS), args, NULL, false, SPI_OK_SELECT);
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
+
+/* Adds queue to the list of queues to wake, once each. */
+List *
+AddWakeQueue(List *queues, text *queue)
+{
+	ListCell   *cell;
+
+	foreach(cell, queues)
+	{
+		text	   *known = (text *) lfirst(cell);
+
+		if (VARSIZE_ANY_EXHDR(known) == VARSIZE_ANY_EXHDR(queue) &&
+			memcmp(VARDATA_ANY(known), VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)) == 0)
+			return queues;
+	}
+	return lappend(queues, queue);
+}
+
+/* Wake the queues in the list whose settings want wake-ups (in SPI). */
+List *
+WakeableQueues(FunctionCallInfo fcinfo, List *queues)
+{
+	List	   *wake = NIL;
+	ListCell   *cell;
+
+	foreach(cell, queues)
+		if (QueueWantsWakeups(fcinfo, (text *) lfirst(cell)))
+			wake = lappend(wake, lfirst(cell));
+	return wake;
+}
+
+void
+WakeQueues(List *queues)
+{
+	ListCell   *cell;
+
+	foreach(cell, queues)
+		WakeQueue((text *) lfirst(cell));
+}

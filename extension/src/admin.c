@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * admin.c
+ *	  Queue administration (1.1): cancel a job, clear a queue, pause and
+ *	  resume, a per-queue default lease, wake-ups on or off, and the list of
+ *	  queues with their settings beside their backlog.
+ *
+ * Settings live in queue_settings, one row per queue that has any; a queue
+ * without a row is not paused, leases 60 seconds and sends wake-ups.  A
+ * pause takes effect for every claim that starts after it commits.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(jobqueue_cancel);
+PG_FUNCTION_INFO_V1(jobqueue_clear);
+PG_FUNCTION_INFO_V1(jobqueue_pause);
+PG_FUNCTION_INFO_V1(jobqueue_resume);
+PG_FUNCTION_INFO_V1(jobqueue_set_default_lease);
+PG_FUNCTION_INFO_V1(jobqueue_set_notify);
+PG_FUNCTION_INFO_V1(jobqueue_list);
+
+/*
+ * queue_cancel(id, force): delete a job that is not running.  A job held by
+ * a live claim is left alone (false) unless force; its worker's later calls
+ * then get false.  Returns whether a job was deleted.
+ */
+Datum
+jobqueue_cancel(PG_FUNCTION_ARGS)
+{
+	Datum		args[3];
+	bool		cancelled;
+
+	ArgRequire(fcinfo, 0, "id");
+	args[0] = PG_GETARG_DATUM(0);
+	args[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
+	args[2] = TimestampTzGetDatum(QueueNow());
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_CANCEL), args, NULL, false, SPI_OK_DELETE);
+	cancelled = SPI_processed == 1;
+	SPI_finish();
+
+	PG_RETURN_BOOL(cancelled);
+}
+
+/* queue_clear(queue): delete every job of the queue; returns how many. */
+Datum
+jobqueue_clear(PG_FUNCTION_ARGS)
+{
+	Datum		args[1];
+	int64		deleted;
+
+	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_CLEAR), args, NULL, false, SPI_OK_DELETE);
+	deleted = (int64) SPI_processed;
+	SPI_finish();
+
+	PG_RETURN_INT64(deleted);
+}
+
+/* Write one setting of a queue: plan's upsert with (queue, value, now). */
+static void
+WriteSetting(FunctionCallInfo fcinfo, QueuePlanId plan, Datum value, bool value_isnull)
+{
+	Datum		args[3];
+	char		nulls[3] = {' ', value_isnull ? 'n' : ' ', ' '};
+
+	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
+	args[1] = value;
+	args[2] = TimestampTzGetDatum(QueueNow());
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, plan), args, nulls, false, SPI_OK_INSERT);
+	SPI_finish();
+}
+
+/* queue_pause(queue): claims hand out nothing from it; its jobs stay. */
+Datum
+jobqueue_pause(PG_FUNCTION_ARGS)
+{
+	WriteSetting(fcinfo, PLAN_SET_PAUSED, BoolGetDatum(true), false);
+	PG_RETURN_VOID();
+}
+
+/* queue_resume(queue) */
+Datum
+jobqueue_resume(PG_FUNCTION_ARGS)
+{
+	WriteSetting(fcinfo, PLAN_SET_PAUSED, BoolGetDatum(false), false);
+	PG_RETURN_VOID();
+}
+
+/* queue_set_default_lease(queue, lease): NULL goes back to 60 seconds. */
+Datum
+jobqueue_set_default_lease(PG_FUNCTION_ARGS)
+{
+	Interval   *lease = NULL;
+
+	if (!PG_ARGISNULL(1))
+	{
+		lease = PG_GETARG_INTERVAL_P(1);
+		CheckLeaseInterval(lease, "lease");
+	}
+	WriteSetting(fcinfo, PLAN_SET_DEFAULT_LEASE, PointerGetDatum(lease), lease == NULL);
+	PG_RETURN_VOID();
+}
+
+/* queue_set_notify(queue, enabled): NOTIFY wake-ups on or off. */
+Datum
+jobqueue_set_notify(PG_FUNCTION_ARGS)
+{
+	ArgRequire(fcinfo, 1, "enabled");
+	WriteSetting(fcinfo, PLAN_SET_NOTIFY, PG_GETARG_DATUM(1), false);
+	PG_RETURN_VOID();
+}
+
+/* queue_list(): every queue with jobs or settings, ordered by name. */
+Datum
+jobqueue_list(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		args[1];
+
+	InitMaterializedSRF(fcinfo, 0);
+	args[0] = TimestampTzGetDatum(QueueNow());
+
+	SPI_connect();
+	QueueExecute(QueuePlan(fcinfo, PLAN_LIST), args, NULL, false, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
+	}
+	SPI_finish();
+
+	return (Datum) 0;
+}

@@ -1,0 +1,504 @@
+/*-------------------------------------------------------------------------
+ *
+ * batch.c
+ *	  Batch calls: push many jobs, and complete, release or fail many claimed
+ *	  jobs, in one call each.  Batching is where a queue's throughput comes
+ *	  from: one round trip and one statement instead of hundreds.
+ *
+ * queue_push_many takes a JSON array of job objects with the fields of
+ * queue_push; jobs without a unique key go in with one INSERT, jobs with one
+ * through queue_push's own path (so duplicates, also within the batch, get
+ * the holder's id).  The completion calls are fenced per job by its own
+ * token, and return the ids they acted on.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+PG_FUNCTION_INFO_V1(jobqueue_push_many);
+PG_FUNCTION_INFO_V1(jobqueue_delete_many);
+PG_FUNCTION_INFO_V1(jobqueue_release_many);
+PG_FUNCTION_INFO_V1(jobqueue_fail_many);
+
+static const char *const job_fields[] = {
+	"name", "payload", "queue", "delay", "priority", "unique_key", "max_attempts",
+	"deadline", NULL
+};
+
+/* Names the element being read in any error raised while reading it. */
+static void
+JobElementContext(void *arg)
+{
+	errcontext("in element %d of the jobs array", *(int *) arg + 1);
+}
+
+static JsonbValue *
+JobField(JsonbContainer *object, const char *field)
+{
+	JsonbValue *value = getKeyJsonValueFromContainer(object, field, strlen(field), NULL);
+
+	return (value == NULL || value->type == jbvNull) ? NULL : value;
+}
+
+static char *
+FieldString(JsonbValue *value, const char *field)
+{
+	if (value->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be a JSON string", field)));
+	return pnstrdup(value->val.string.val, value->val.string.len);
+}
+
+static text *
+FieldText(JsonbValue *value, const char *field)
+{
+	if (value->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be a JSON string", field)));
+	return cstring_to_text_with_len(value->val.string.val, value->val.string.len);
+}
+
+static int64
+FieldInteger(JsonbValue *value, const char *field)
+{
+	Numeric		rounded;
+
+	if (value->type != jbvNumeric)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be a JSON number", field)));
+	rounded = DatumGetNumeric(DirectFunctionCall2(numeric_trunc,
+												  NumericGetDatum(value->val.numeric),
+												  Int32GetDatum(0)));
+	if (!DatumGetBool(DirectFunctionCall2(numeric_eq, NumericGetDatum(rounded),
+										  NumericGetDatum(value->val.numeric))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be a whole number", field)));
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(rounded)));
+}
+
+/* A delay: an interval string ('5 minutes') or a number of seconds. */
+static Interval *
+FieldInterval(JsonbValue *value, const char *field)
+{
+	if (value->type == jbvNumeric)
+	{
+		char	   *seconds = DatumGetCString(DirectFunctionCall1(numeric_out,
+																  NumericGetDatum(value->val.numeric)));
+
+		return DatumGetIntervalP(DirectFunctionCall3(interval_in,
+													 CStringGetDatum(psprintf("%s seconds", seconds)),
+													 ObjectIdGetDatum(InvalidOid),
+													 Int32GetDatum(-1)));
+	}
+	return DatumGetIntervalP(DirectFunctionCall3(interval_in,
+												 CStringGetDatum(FieldString(value, field)),
+												 ObjectIdGetDatum(InvalidOid),
+												 Int32GetDatum(-1)));
+}
+
+/* Every key of a job object must be one queue_push knows: typos fail loudly. */
+static void
+CheckJobKeys(JsonbContainer *object)
+{
+	JsonbIterator *it = JsonbIteratorInit(object);
+	JsonbValue	value;
+	JsonbIteratorToken token;
+
+	while ((token = JsonbIteratorNext(&it, &value, true)) != WJB_DONE)
+	{
+		bool		known = false;
+
+		if (token != WJB_KEY)
+			continue;
+		for (const char *const *field = job_fields; *field != NULL; field++)
+			if (strlen(*field) == (size_t) value.val.string.len &&
+				strncmp(*field, value.val.string.val, value.val.string.len) == 0)
+				known = true;
+		if (!known)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown field \"%.*s\"", value.val.string.len, value.val.string.val),
+					 errhint("A job object may have: name, payload, queue, delay, priority, unique_key, max_attempts, deadline.")));
+	}
+}
+
+/* One element of the jobs array as a checked JobSpec, with queue_push's rules. */
+static void
+ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
+{
+	JsonbContainer *object;
+	JsonbValue *value;
+	Interval   *delay;
+
+	if (element->type != jbvBinary || !JsonContainerIsObject(element->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("each job must be a JSON object")));
+	object = element->val.binary.data;
+	CheckJobKeys(object);
+
+	if ((value = JobField(object, "name")) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("field \"name\" must be given")));
+	job->name = FieldText(value, "name");
+	CheckNameText(job->name, "name", JQ_JOB_NAME_MAX);
+
+	value = JobField(object, "payload");
+	job->payload = value ? JsonbValueToJsonb(value)
+		: DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	CheckPayload(job->payload, "payload");
+
+	value = JobField(object, "queue");
+	job->queue = value ? FieldText(value, "queue") : cstring_to_text("default");
+	CheckNameText(job->queue, "queue", JQ_QUEUE_NAME_MAX);
+
+	value = JobField(object, "delay");
+	delay = value ? FieldInterval(value, "delay") : palloc0(sizeof(Interval));
+	CheckNonNegativeInterval(delay, "delay");
+	job->available_at = QueueTimeAfter(now, delay);
+
+	value = JobField(object, "priority");
+	job->priority = 0;
+	if (value)
+	{
+		int64		priority = FieldInteger(value, "priority");
+
+		CheckIntRange(priority, "priority", PG_INT32_MIN, PG_INT32_MAX);
+		job->priority = (int32) priority;
+	}
+
+	value = JobField(object, "unique_key");
+	job->unique_key = value ? FieldText(value, "unique_key") : NULL;
+	if (job->unique_key)
+		CheckNameText(job->unique_key, "unique_key", JQ_UNIQUE_KEY_MAX);
+
+	value = JobField(object, "max_attempts");
+	job->max_attempts = 3;
+	if (value)
+	{
+		int64		max_attempts = FieldInteger(value, "max_attempts");
+
+		CheckIntRange(max_attempts, "max_attempts", 1, JQ_MAX_ATTEMPTS_LIMIT);
+		job->max_attempts = (int32) max_attempts;
+	}
+
+	value = JobField(object, "deadline");
+	job->has_deadline = value != NULL;
+	job->deadline = 0;
+	if (value)
+	{
+		job->deadline = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+																CStringGetDatum(FieldString(value, "deadline")),
+																ObjectIdGetDatum(InvalidOid),
+																Int32GetDatum(-1)));
+		CheckDeadline(job->deadline, job->available_at);
+	}
+}
+
+static Datum
+Int8ArrayResult(int64 *values, int count)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(count, 1));
+
+	for (int i = 0; i < count; i++)
+		datums[i] = Int64GetDatum(values[i]);
+	PG_RETURN_ARRAYTYPE_P(Int8ArrayFromDatums(datums, count));
+}
+
+/*
+ * queue_push_many(jobs jsonb) returns bigint[]: the id of each job, in the
+ * order given (for a held unique key, the holder's id).
+ */
+Datum
+jobqueue_push_many(PG_FUNCTION_ARGS)
+{
+	Jsonb	   *jobs;
+	int			count;
+	JobSpec    *specs;
+	int64	   *ids;
+	TimestampTz now = QueueNow();
+	ErrorContextCallback context;
+	int			element = 0;
+	int			plain_count = 0;
+	List	   *due_queues = NIL;
+	List	   *wake;
+
+	ArgRequire(fcinfo, 0, "jobs");
+	jobs = PG_GETARG_JSONB_P(0);
+	if (!JB_ROOT_IS_ARRAY(jobs) || JB_ROOT_IS_SCALAR(jobs))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"jobs\" must be a JSON array of job objects")));
+	count = JB_ROOT_COUNT(jobs);
+	if (count > JQ_MAX_JOBS_LIMIT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"jobs\" has %d jobs, at most %d are allowed in one call",
+						count, JQ_MAX_JOBS_LIMIT)));
+
+	/* Check every job before writing anything. */
+	specs = palloc(sizeof(JobSpec) * Max(count, 1));
+	context.callback = JobElementContext;
+	context.arg = &element;
+	context.previous = error_context_stack;
+	error_context_stack = &context;
+	for (element = 0; element < count; element++)
+	{
+		ReadJobSpec(getIthJsonbValueFromContainer(&jobs->root, element), &specs[element], now);
+		if (specs[element].unique_key == NULL)
+			plain_count++;
+	}
+	error_context_stack = context.previous;
+
+	ids = palloc(sizeof(int64) * Max(count, 1));
+	SPI_connect();
+
+	if (plain_count > 0)
+	{
+		Datum	   *columns[7];
+		Datum		args[8];
+		int			row = 0;
+		const Oid	types[7] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID,
+		TIMESTAMPTZOID, TIMESTAMPTZOID};
+		bool	   *deadline_nulls = palloc(sizeof(bool) * plain_count);
+		int			dims[1] = {plain_count};
+		int			lbs[1] = {1};
+
+		for (int c = 0; c < 7; c++)
+			columns[c] = palloc(sizeof(Datum) * plain_count);
+		for (int i = 0; i < count; i++)
+		{
+			if (specs[i].unique_key != NULL)
+				continue;
+			columns[0][row] = PointerGetDatum(specs[i].queue);
+			columns[1][row] = PointerGetDatum(specs[i].name);
+			columns[2][row] = PointerGetDatum(specs[i].payload);
+			columns[3][row] = Int32GetDatum(specs[i].priority);
+			columns[4][row] = Int32GetDatum(specs[i].max_attempts);
+			columns[5][row] = TimestampTzGetDatum(specs[i].available_at);
+			columns[6][row] = TimestampTzGetDatum(specs[i].deadline);
+			deadline_nulls[row] = !specs[i].has_deadline;
+			row++;
+		}
+		for (int c = 0; c < 6; c++)
+		{
+			int16		typlen;
+			bool		typbyval;
+			char		typalign;
+
+			get_typlenbyvalalign(types[c], &typlen, &typbyval, &typalign);
+			args[c] = PointerGetDatum(construct_array(columns[c], plain_count, types[c],
+													  typlen, typbyval, typalign));
+		}
+		args[6] = TimestampTzGetDatum(now);
+		args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
+													 TIMESTAMPTZOID, sizeof(TimestampTz),
+													 true, TYPALIGN_DOUBLE));
+		QueueExecute(QueuePlan(fcinfo, PLAN_PUSH_BATCH), args, NULL, false,
+					 SPI_OK_INSERT_RETURNING);
+		if (SPI_processed != (uint64) plain_count)
+			elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
+				 SPI_processed, plain_count);
+
+		/* RETURNING gives the rows in insertion order, which is input order */
+		row = 0;
+		for (int i = 0; i < count; i++)
+		{
+			bool		isnull;
+
+			if (specs[i].unique_key != NULL)
+				continue;
+			ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+												 1, &isnull));
+			row++;
+			if (specs[i].available_at <= now)
+				due_queues = AddWakeQueue(due_queues, specs[i].queue);
+		}
+	}
+
+	for (int i = 0; i < count; i++)
+	{
+		bool		inserted;
+		bool		wants_wake;
+
+		if (specs[i].unique_key == NULL)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		ids[i] = InsertJob(fcinfo, &specs[i], now, true, &inserted, &wants_wake);
+		if (inserted && specs[i].available_at <= now)
+			due_queues = AddWakeQueue(due_queues, specs[i].queue);
+	}
+
+	wake = WakeableQueues(fcinfo, due_queues);
+	SPI_finish();
+	WakeQueues(wake);
+
+	return Int8ArrayResult(ids, count);
+}
+
+typedef struct IdToken
+{
+	int64		id;
+	int64		token;
+} IdToken;
+
+static int
+CompareIdTokens(const void *a, const void *b)
+{
+	int64		x = ((const IdToken *) a)->id;
+	int64		y = ((const IdToken *) b)->id;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * queue_delete_many(ids, tokens) returns bigint[]: the ids completed, in the
+ * order given.  Each job is fenced by its own token: the jobs are locked,
+ * each (id, token) pair is checked against the current claim, and only the
+ * matching ones are deleted.
+ */
+Datum
+jobqueue_delete_many(PG_FUNCTION_ARGS)
+{
+	int64	   *ids;
+	int64	   *tokens;
+	int			count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	Datum	   *id_datums;
+	IdToken    *current;
+	int			current_count;
+	int64	   *done;
+	Datum	   *done_datums;
+	int			done_count = 0;
+	Datum		args[1];
+
+	if (count == 0)
+		return Int8ArrayResult(NULL, 0);
+
+	id_datums = palloc(sizeof(Datum) * count);
+	for (int i = 0; i < count; i++)
+		id_datums[i] = Int64GetDatum(ids[i]);
+
+	SPI_connect();
+	args[0] = PointerGetDatum(Int8ArrayFromDatums(id_datums, count));
+	QueueExecute(QueuePlan(fcinfo, PLAN_LOCK_CLAIMED_MANY), args, NULL, false, SPI_OK_SELECT);
+
+	/* the current claims, sorted by id; a job nobody holds matches no pair */
+	current = palloc(sizeof(IdToken) * Max(SPI_processed, 1));
+	current_count = 0;
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		bool		isnull;
+		Datum		token = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+										  2, &isnull);
+
+		if (isnull)
+			continue;
+		current[current_count].token = DatumGetInt64(token);
+		current[current_count].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row],
+																SPI_tuptable->tupdesc, 1,
+																&isnull));
+		current_count++;
+	}
+	qsort(current, current_count, sizeof(IdToken), CompareIdTokens);
+
+	done = palloc(sizeof(int64) * count);
+	done_datums = palloc(sizeof(Datum) * count);
+	for (int i = 0; i < count; i++)
+	{
+		IdToken		key = {ids[i], 0};
+		IdToken    *match = bsearch(&key, current, current_count, sizeof(IdToken),
+									CompareIdTokens);
+
+		if (match == NULL || match->token != tokens[i])
+			continue;
+		match->token = 0;		/* an id given twice completes once (tokens start at 1) */
+		done[done_count] = ids[i];
+		done_datums[done_count] = Int64GetDatum(ids[i]);
+		done_count++;
+	}
+
+	if (done_count > 0)
+	{
+		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, done_count));
+		QueueExecute(QueuePlan(fcinfo, PLAN_DELETE_IDS), args, NULL, false, SPI_OK_DELETE);
+	}
+	SPI_finish();
+
+	return Int8ArrayResult(done, done_count);
+}
+
+/*
+ * queue_release_many(ids, tokens, delay, error) returns bigint[]: the ids
+ * released (or, with no attempts left, failed), in the order given.
+ */
+Datum
+jobqueue_release_many(PG_FUNCTION_ARGS)
+{
+	int64	   *ids;
+	int64	   *tokens;
+	int			count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	Interval   *delay = NULL;
+	text	   *error = ArgErrorText(fcinfo, 3);
+	TimestampTz now = QueueNow();
+	int64	   *done = palloc(sizeof(int64) * Max(count, 1));
+	int			done_count = 0;
+	List	   *due_queues = NIL;
+	List	   *wake;
+
+	if (!PG_ARGISNULL(2))
+	{
+		delay = PG_GETARG_INTERVAL_P(2);
+		CheckNonNegativeInterval(delay, "delay");
+	}
+
+	SPI_connect();
+	for (int i = 0; i < count; i++)
+	{
+		text	   *due_queue;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!ReleaseClaimed(fcinfo, ids[i], tokens[i], delay, error, now, &due_queue))
+			continue;
+		done[done_count++] = ids[i];
+		if (due_queue != NULL)
+			due_queues = AddWakeQueue(due_queues, due_queue);
+	}
+	wake = WakeableQueues(fcinfo, due_queues);
+	SPI_finish();
+	WakeQueues(wake);
+
+	return Int8ArrayResult(done, done_count);
+}
+
+/* queue_fail_many(ids, tokens, error) returns bigint[]: the ids failed. */
+Datum
+jobqueue_fail_many(PG_FUNCTION_ARGS)
+{
+	int64	   *ids;
+	int64	   *tokens;
+	int			count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	text	   *error = ArgErrorText(fcinfo, 2);
+	TimestampTz now = QueueNow();
+	int64	   *done = palloc(sizeof(int64) * Max(count, 1));
+	int			done_count = 0;
+
+	SPI_connect();
+	for (int i = 0; i < count; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (MoveClaimedToFailed(fcinfo, ids[i], tokens[i], error, now))
+			done[done_count++] = ids[i];
+	}
+	SPI_finish();
+
+	return Int8ArrayResult(done, done_count);
+}

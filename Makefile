@@ -38,7 +38,13 @@ REGRESS = \
 	errors \
 	clock \
 	privileges \
-	schema
+	schema \
+	batch \
+	admin \
+	deadlines \
+	errors_1_1 \
+	privileges_1_1 \
+	upgrade
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

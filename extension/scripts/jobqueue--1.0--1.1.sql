@@ -78,6 +78,19 @@ AS 'MODULE_PATHNAME', 'jobqueue_retry_failed_1_1'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 
+-- Failed rows can be filtered by queue, or fetched one by id.
+DROP FUNCTION @extschema@.queue_failed_rows(integer);
+CREATE FUNCTION @extschema@.queue_failed_rows(
+    max_rows integer DEFAULT 50,
+    queue    text    DEFAULT NULL,
+    id       bigint  DEFAULT NULL)
+RETURNS SETOF @extschema@.queue_failed_jobs
+AS 'MODULE_PATHNAME', 'jobqueue_failed_rows_1_1'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.queue_failed_rows(integer, text, bigint) IS
+    'failed jobs, newest first; only of queue, or only the job id, when given';
+
 -- Batches.
 CREATE FUNCTION @extschema@.queue_push_many(jobs jsonb)
 RETURNS bigint[]
@@ -176,6 +189,7 @@ COMMENT ON FUNCTION @extschema@.queue_list() IS
 
 REVOKE EXECUTE ON FUNCTION
     @extschema@.queue_push(text, jsonb, text, interval, integer, text, integer, timestamptz),
+    @extschema@.queue_failed_rows(integer, text, bigint),
     @extschema@.queue_push_many(jsonb),
     @extschema@.queue_delete_many(bigint[], bigint[]),
     @extschema@.queue_release_many(bigint[], bigint[], interval, text),
@@ -195,15 +209,16 @@ FROM PUBLIC;
  * highest of admin (queue_retry_failed), worker (queue_reserve) and
  * producer (queue_stats: queue_push was re-created above).
  */
-SELECT @extschema@.queue_grant(grantee::pg_catalog.regrole::pg_catalog.text,
+SELECT @extschema@.queue_grant(r.rolname::pg_catalog.text,
     CASE WHEN pg_catalog.bool_or(p.proname = 'queue_retry_failed') THEN 'admin'
          WHEN pg_catalog.bool_or(p.proname = 'queue_reserve') THEN 'worker'
          ELSE 'producer' END)
 FROM pg_catalog.pg_proc p,
-     LATERAL pg_catalog.aclexplode(p.proacl) a(grantor, grantee, privilege_type, is_grantable)
+     LATERAL pg_catalog.aclexplode(p.proacl) a(grantor, grantee, privilege_type, is_grantable),
+     pg_catalog.pg_roles r
 WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace
   AND p.proname IN ('queue_retry_failed', 'queue_reserve', 'queue_stats')
   AND a.privilege_type = 'EXECUTE'
-  AND a.grantee <> 0
   AND a.grantee <> p.proowner
-GROUP BY a.grantee;
+  AND r.oid = a.grantee
+GROUP BY r.rolname;

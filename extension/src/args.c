@@ -19,6 +19,67 @@
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
+
+/*
+ * Parse an interval without throwing: a GUC check hook must report bad input
+ * through its return value, and a field of a JSON job deserves an error
+ * that names it.
+ */
+bool
+ParseIntervalQuietly(const char *input, Interval *result)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	struct pg_itm_in itm;
+	int			rc;
+
+	rc = ParseDateTime(input, workbuf, sizeof(workbuf), field, ftype,
+					   MAXDATEFIELDS, &nf);
+	if (rc == 0)
+		rc = DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, &itm);
+	if (rc == DTERR_BAD_FORMAT)
+		rc = DecodeISO8601Interval(unconstify(char *, input), &dtype, &itm);
+	if (rc != 0 || dtype != DTK_DELTA)
+		return false;
+	return itmin2interval(&itm, result) == 0;
+}
+
+/* Parse a timestamptz without throwing; of the special values, 'infinity'
+ * and '-infinity' are taken, as timestamptz_in takes them. */
+bool
+ParseTimestampQuietly(const char *input, TimestampTz *result)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	struct pg_tm tm;
+	fsec_t		fsec;
+	int			tz;
+
+	if (ParseDateTime(input, workbuf, sizeof(workbuf), field, ftype,
+					  MAXDATEFIELDS, &nf) != 0)
+		return false;
+	if (DecodeDateTime(field, ftype, nf, &dtype, &tm, &fsec, &tz) != 0)
+		return false;
+	if (dtype == DTK_LATE || dtype == DTK_EARLY)
+	{
+		if (dtype == DTK_LATE)
+			TIMESTAMP_NOEND(*result);
+		else
+			TIMESTAMP_NOBEGIN(*result);
+		return true;
+	}
+	if (dtype != DTK_DATE)
+		return false;
+	/* DecodeDateTime has set tz: the text's zone, or the session's */
+	return tm2timestamp(&tm, fsec, &tz, result) == 0 && IS_VALID_TIMESTAMP(*result);
+}
 
 /* 22004 when a required argument is NULL. */
 void
@@ -230,17 +291,6 @@ CheckPayload(Jsonb *payload, const char *argname)
 						argname, jobqueue_max_payload_bytes),
 				 errdetail("Payloads are limited to jobqueue.max_payload_bytes = %d bytes.",
 						   jobqueue_max_payload_bytes)));
-}
-
-/* An integer's range rule, for integers that do not come from an argument. */
-void
-CheckIntRange(int64 value, const char *argname, int32 min_value, int32 max_value)
-{
-	if (value < min_value || value > max_value)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must be between %d and %d, got " INT64_FORMAT,
-						argname, min_value, max_value, value)));
 }
 
 /*

@@ -15,6 +15,8 @@
  */
 #include "jobqueue.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -64,44 +66,79 @@ FieldText(JsonbValue *value, const char *field)
 	return cstring_to_text_with_len(value->val.string.val, value->val.string.len);
 }
 
-static int64
-FieldInteger(JsonbValue *value, const char *field)
+static Numeric
+Int32Numeric(int32 value)
 {
-	Numeric		rounded;
+	return DatumGetNumeric(DirectFunctionCall1(int4_numeric, Int32GetDatum(value)));
+}
+
+/* A whole number within [min_value, max_value], else 22023 naming the field. */
+static int32
+FieldInteger(JsonbValue *value, const char *field, int32 min_value, int32 max_value)
+{
+	Datum		number;
+	Datum		whole;
 
 	if (value->type != jbvNumeric)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("field \"%s\" must be a JSON number", field)));
-	rounded = DatumGetNumeric(DirectFunctionCall2(numeric_trunc,
-												  NumericGetDatum(value->val.numeric),
-												  Int32GetDatum(0)));
-	if (!DatumGetBool(DirectFunctionCall2(numeric_eq, NumericGetDatum(rounded),
-										  NumericGetDatum(value->val.numeric))))
+	/* exact decimal comparisons: JSON numbers are exact */
+	number = NumericGetDatum(value->val.numeric);
+	whole = DirectFunctionCall2(numeric_trunc, number, Int32GetDatum(0));
+	if (!DatumGetBool(DirectFunctionCall2(numeric_eq, number, whole)) ||
+		DatumGetBool(DirectFunctionCall2(numeric_lt, number,
+										 NumericGetDatum(Int32Numeric(min_value)))) ||
+		DatumGetBool(DirectFunctionCall2(numeric_gt, number,
+										 NumericGetDatum(Int32Numeric(max_value)))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("field \"%s\" must be a whole number", field)));
-	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(rounded)));
+				 errmsg("field \"%s\" must be a whole number between %d and %d", field,
+						min_value, max_value)));
+	return DatumGetInt32(DirectFunctionCall1(numeric_int4, number));
 }
+
+/* Longest delay a number of seconds may ask for: 100 years. */
+#define MAX_DELAY_SECONDS (100.0 * 365.25 * 86400.0)
 
 /* A delay: an interval string ('5 minutes') or a number of seconds. */
 static Interval *
 FieldInterval(JsonbValue *value, const char *field)
 {
+	Interval   *result = palloc0(sizeof(Interval));
+
 	if (value->type == jbvNumeric)
 	{
-		char	   *seconds = DatumGetCString(DirectFunctionCall1(numeric_out,
-																  NumericGetDatum(value->val.numeric)));
+		double		seconds = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+																 NumericGetDatum(value->val.numeric)));
 
-		return DatumGetIntervalP(DirectFunctionCall3(interval_in,
-													 CStringGetDatum(psprintf("%s seconds", seconds)),
-													 ObjectIdGetDatum(InvalidOid),
-													 Int32GetDatum(-1)));
+		if (!(fabs(seconds) <= MAX_DELAY_SECONDS))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("field \"%s\" is out of range: at most 100 years", field)));
+		result->time = (int64) rint(seconds * USECS_PER_SEC);
+		return result;
 	}
-	return DatumGetIntervalP(DirectFunctionCall3(interval_in,
-												 CStringGetDatum(FieldString(value, field)),
-												 ObjectIdGetDatum(InvalidOid),
-												 Int32GetDatum(-1)));
+	if (!ParseIntervalQuietly(FieldString(value, field), result))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be an interval such as \"5 minutes\" or a number of seconds",
+						field)));
+	return result;
+}
+
+/* A time: timestamptz text such as "2030-01-01 12:00+00". */
+static TimestampTz
+FieldTimestamp(JsonbValue *value, const char *field)
+{
+	TimestampTz result;
+
+	if (!ParseTimestampQuietly(FieldString(value, field), &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be a timestamp such as \"2030-01-01 12:00:00+00\"",
+						field)));
+	return result;
 }
 
 /* Every key of a job object must be one queue_push knows: typos fail loudly. */
@@ -167,14 +204,7 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 	job->available_at = QueueTimeAfter(now, delay);
 
 	value = JobField(object, "priority");
-	job->priority = 0;
-	if (value)
-	{
-		int64		priority = FieldInteger(value, "priority");
-
-		CheckIntRange(priority, "priority", PG_INT32_MIN, PG_INT32_MAX);
-		job->priority = (int32) priority;
-	}
+	job->priority = value ? FieldInteger(value, "priority", PG_INT32_MIN, PG_INT32_MAX) : 0;
 
 	value = JobField(object, "unique_key");
 	job->unique_key = value ? FieldText(value, "unique_key") : NULL;
@@ -182,24 +212,14 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 		CheckNameText(job->unique_key, "unique_key", JQ_UNIQUE_KEY_MAX);
 
 	value = JobField(object, "max_attempts");
-	job->max_attempts = 3;
-	if (value)
-	{
-		int64		max_attempts = FieldInteger(value, "max_attempts");
-
-		CheckIntRange(max_attempts, "max_attempts", 1, JQ_MAX_ATTEMPTS_LIMIT);
-		job->max_attempts = (int32) max_attempts;
-	}
+	job->max_attempts = value ? FieldInteger(value, "max_attempts", 1, JQ_MAX_ATTEMPTS_LIMIT) : 3;
 
 	value = JobField(object, "deadline");
 	job->has_deadline = value != NULL;
 	job->deadline = 0;
 	if (value)
 	{
-		job->deadline = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-																CStringGetDatum(FieldString(value, "deadline")),
-																ObjectIdGetDatum(InvalidOid),
-																Int32GetDatum(-1)));
+		job->deadline = FieldTimestamp(value, "deadline");
 		CheckDeadline(job->deadline, job->available_at);
 	}
 }
@@ -215,8 +235,72 @@ Int8ArrayResult(int64 *values, int count)
 }
 
 /*
+ * Insert specs[first..first+count), none with a unique key, in one
+ * statement; their ids go to ids[first..], in input order.  Queues with a
+ * job due now are added to *due_queues.
+ */
+static void
+InsertPlainRun(FunctionCallInfo fcinfo, const JobSpec *specs, int first, int count,
+			   TimestampTz now, int64 *ids, List **due_queues)
+{
+	static const Oid types[6] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID};
+	Datum	   *columns[7];
+	Datum		args[8];
+	bool	   *deadline_nulls = palloc(sizeof(bool) * count);
+	int			dims[1] = {count};
+	int			lbs[1] = {1};
+
+	for (int c = 0; c < 7; c++)
+		columns[c] = palloc(sizeof(Datum) * count);
+	for (int row = 0; row < count; row++)
+	{
+		const JobSpec *job = &specs[first + row];
+
+		columns[0][row] = PointerGetDatum(job->queue);
+		columns[1][row] = PointerGetDatum(job->name);
+		columns[2][row] = PointerGetDatum(job->payload);
+		columns[3][row] = Int32GetDatum(job->priority);
+		columns[4][row] = Int32GetDatum(job->max_attempts);
+		columns[5][row] = TimestampTzGetDatum(job->available_at);
+		columns[6][row] = TimestampTzGetDatum(job->deadline);
+		deadline_nulls[row] = !job->has_deadline;
+	}
+	for (int c = 0; c < 6; c++)
+	{
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(types[c], &typlen, &typbyval, &typalign);
+		args[c] = PointerGetDatum(construct_array(columns[c], count, types[c],
+												  typlen, typbyval, typalign));
+	}
+	args[6] = TimestampTzGetDatum(now);
+	args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
+												 TIMESTAMPTZOID, sizeof(TimestampTz),
+												 true, TYPALIGN_DOUBLE));
+	QueueExecute(QueuePlan(fcinfo, PLAN_PUSH_BATCH), args, NULL, false, SPI_OK_INSERT_RETURNING);
+	if (SPI_processed != (uint64) count)
+		elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
+			 SPI_processed, count);
+
+	/* RETURNING gives the rows in insertion order, which is input order */
+	for (int row = 0; row < count; row++)
+	{
+		bool		isnull;
+
+		ids[first + row] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+		if (specs[first + row].available_at <= now)
+			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
+	}
+}
+
+/*
  * queue_push_many(jobs jsonb) returns bigint[]: the id of each job, in the
- * order given (for a held unique key, the holder's id).
+ * order given (for a held unique key, the holder's id).  Jobs are inserted
+ * in input order, so equal jobs are claimed in that order too: each run of
+ * jobs without a unique key in one statement, a job with one by itself.
  */
 Datum
 jobqueue_push_many(PG_FUNCTION_ARGS)
@@ -228,7 +312,7 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 	TimestampTz now = QueueNow();
 	ErrorContextCallback context;
 	int			element = 0;
-	int			plain_count = 0;
+	int			run_start = 0;
 	List	   *due_queues = NIL;
 	List	   *wake;
 
@@ -252,92 +336,28 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 	context.previous = error_context_stack;
 	error_context_stack = &context;
 	for (element = 0; element < count; element++)
-	{
 		ReadJobSpec(getIthJsonbValueFromContainer(&jobs->root, element), &specs[element], now);
-		if (specs[element].unique_key == NULL)
-			plain_count++;
-	}
 	error_context_stack = context.previous;
 
 	ids = palloc(sizeof(int64) * Max(count, 1));
 	SPI_connect();
-
-	if (plain_count > 0)
-	{
-		Datum	   *columns[7];
-		Datum		args[8];
-		int			row = 0;
-		const Oid	types[7] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID,
-		TIMESTAMPTZOID, TIMESTAMPTZOID};
-		bool	   *deadline_nulls = palloc(sizeof(bool) * plain_count);
-		int			dims[1] = {plain_count};
-		int			lbs[1] = {1};
-
-		for (int c = 0; c < 7; c++)
-			columns[c] = palloc(sizeof(Datum) * plain_count);
-		for (int i = 0; i < count; i++)
-		{
-			if (specs[i].unique_key != NULL)
-				continue;
-			columns[0][row] = PointerGetDatum(specs[i].queue);
-			columns[1][row] = PointerGetDatum(specs[i].name);
-			columns[2][row] = PointerGetDatum(specs[i].payload);
-			columns[3][row] = Int32GetDatum(specs[i].priority);
-			columns[4][row] = Int32GetDatum(specs[i].max_attempts);
-			columns[5][row] = TimestampTzGetDatum(specs[i].available_at);
-			columns[6][row] = TimestampTzGetDatum(specs[i].deadline);
-			deadline_nulls[row] = !specs[i].has_deadline;
-			row++;
-		}
-		for (int c = 0; c < 6; c++)
-		{
-			int16		typlen;
-			bool		typbyval;
-			char		typalign;
-
-			get_typlenbyvalalign(types[c], &typlen, &typbyval, &typalign);
-			args[c] = PointerGetDatum(construct_array(columns[c], plain_count, types[c],
-													  typlen, typbyval, typalign));
-		}
-		args[6] = TimestampTzGetDatum(now);
-		args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
-													 TIMESTAMPTZOID, sizeof(TimestampTz),
-													 true, TYPALIGN_DOUBLE));
-		QueueExecute(QueuePlan(fcinfo, PLAN_PUSH_BATCH), args, NULL, false,
-					 SPI_OK_INSERT_RETURNING);
-		if (SPI_processed != (uint64) plain_count)
-			elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
-				 SPI_processed, plain_count);
-
-		/* RETURNING gives the rows in insertion order, which is input order */
-		row = 0;
-		for (int i = 0; i < count; i++)
-		{
-			bool		isnull;
-
-			if (specs[i].unique_key != NULL)
-				continue;
-			ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-												 1, &isnull));
-			row++;
-			if (specs[i].available_at <= now)
-				due_queues = AddWakeQueue(due_queues, specs[i].queue);
-		}
-	}
-
-	for (int i = 0; i < count; i++)
+	for (int i = 0; i <= count; i++)
 	{
 		bool		inserted;
 		bool		wants_wake;
 
-		if (specs[i].unique_key == NULL)
+		if (i < count && specs[i].unique_key == NULL)
 			continue;
+		if (i > run_start)
+			InsertPlainRun(fcinfo, specs, run_start, i - run_start, now, ids, &due_queues);
+		run_start = i + 1;
+		if (i == count)
+			break;
 		CHECK_FOR_INTERRUPTS();
 		ids[i] = InsertJob(fcinfo, &specs[i], now, true, &inserted, &wants_wake);
 		if (inserted && specs[i].available_at <= now)
 			due_queues = AddWakeQueue(due_queues, specs[i].queue);
 	}
-
 	wake = WakeableQueues(fcinfo, due_queues);
 	SPI_finish();
 	WakeQueues(wake);

@@ -16,6 +16,7 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_failed_count);
 PG_FUNCTION_INFO_V1(jobqueue_failed_rows);
+PG_FUNCTION_INFO_V1(jobqueue_failed_rows_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_retry_failed);
 PG_FUNCTION_INFO_V1(jobqueue_retry_failed_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_forget_failed);
@@ -35,19 +36,38 @@ jobqueue_failed_count(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(count);
 }
 
-/* queue_failed_rows(max_rows): the newest failed rows first. */
-Datum
-jobqueue_failed_rows(PG_FUNCTION_ARGS)
+/*
+ * queue_failed_rows(max_rows [, queue, id]): the newest failed rows first;
+ * from 1.1 only those of queue, or only the job id, when given.
+ */
+static Datum
+FailedRowsFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 {
 	int32		max_rows = ArgInt(fcinfo, 0, "max_rows", 50, 1, PG_INT32_MAX);
+	text	   *queue = NULL;
+	bool		by_id = false;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		args[1];
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	QueuePlanId plan = PLAN_FAILED_ROWS;
 
+	if (schema_1_1)
+	{
+		queue = ArgOptionalNameText(fcinfo, 1, "queue", JQ_QUEUE_NAME_MAX);
+		by_id = !PG_ARGISNULL(2);
+	}
 	InitMaterializedSRF(fcinfo, 0);
 	args[0] = Int32GetDatum(max_rows);
+	args[1] = PointerGetDatum(queue);
+	nulls[1] = queue ? ' ' : 'n';
+	args[2] = by_id ? PG_GETARG_DATUM(2) : Int64GetDatum(0);
+	if (by_id)
+		plan = PLAN_FAILED_ROW_ID;
+	else if (queue)
+		plan = PLAN_FAILED_ROWS_QUEUE;
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_FAILED_ROWS), args, NULL, false, SPI_OK_SELECT);
+	QueueExecute(QueuePlan(fcinfo, plan), args, nulls, false, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -56,6 +76,18 @@ jobqueue_failed_rows(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	return (Datum) 0;
+}
+
+Datum
+jobqueue_failed_rows(PG_FUNCTION_ARGS)
+{
+	return FailedRowsFromArgs(fcinfo, false);
+}
+
+Datum
+jobqueue_failed_rows_1_1(PG_FUNCTION_ARGS)
+{
+	return FailedRowsFromArgs(fcinfo, true);
 }
 
 /*

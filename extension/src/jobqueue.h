@@ -62,6 +62,8 @@ typedef enum QueuePlanId
 	PLAN_STATS,
 	PLAN_FAILED_COUNT,
 	PLAN_FAILED_ROWS,
+	PLAN_FAILED_ROWS_QUEUE,
+	PLAN_FAILED_ROW_ID,
 	PLAN_RETRY_FAILED_ONE,
 	PLAN_RETRY_FAILED_ALL,
 	PLAN_FORGET_FAILED_ONE,
@@ -97,6 +99,8 @@ extern int	QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls,
 						 bool read_only, int expected);
 
 /* args.c */
+extern bool ParseIntervalQuietly(const char *input, Interval *result);
+extern bool ParseTimestampQuietly(const char *input, TimestampTz *result);
 extern void ArgRequire(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern text *ArgNameText(FunctionCallInfo fcinfo, int argno, const char *argname,
 						 const char *default_value, int max_chars);
@@ -112,7 +116,6 @@ extern void CheckNonNegativeInterval(Interval *span, const char *argname);
 extern void CheckLeaseInterval(Interval *span, const char *argname);
 extern Jsonb *ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern void CheckPayload(Jsonb *payload, const char *argname);
-extern void CheckIntRange(int64 value, const char *argname, int32 min_value, int32 max_value);
 extern int	ArgIdTokenArrays(FunctionCallInfo fcinfo, int64 **ids, int64 **tokens);
 
 /* errortext.c */

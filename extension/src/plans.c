@@ -223,6 +223,15 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		"SELECT * FROM @S@.queue_failed_jobs ORDER BY failed_at DESC, id DESC LIMIT $1",
 		1, {INT4OID}
 	},
+	[PLAN_FAILED_ROWS_QUEUE] = {
+		"SELECT * FROM @S@.queue_failed_jobs WHERE queue = $2"
+		" ORDER BY failed_at DESC, id DESC LIMIT $1",
+		2, {INT4OID, TEXTOID}
+	},
+	[PLAN_FAILED_ROW_ID] = {
+		"SELECT * FROM @S@.queue_failed_jobs WHERE id = $3 AND ($2::pg_catalog.text IS NULL OR queue = $2)",
+		3, {INT4OID, TEXTOID, INT8OID}
+	},
 	/* Each row moves back in one statement: it is never in both tables. */
 	[PLAN_RETRY_FAILED_ONE] = {
 		"WITH moved AS ("

@@ -12,7 +12,6 @@
 #include "jobqueue.h"
 
 #include "utils/builtins.h"
-#include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -20,32 +19,6 @@ int			jobqueue_max_payload_bytes = 1024 * 1024;
 
 static char *clock_offset_setting = NULL;
 static Interval clock_offset = {0, 0, 0};
-
-/*
- * Parse an interval without throwing: a GUC check hook must report bad input
- * through its return value, not through ereport.
- */
-static bool
-ParseIntervalQuietly(const char *input, Interval *result)
-{
-	char		workbuf[256];
-	char	   *field[MAXDATEFIELDS];
-	int			ftype[MAXDATEFIELDS];
-	int			nf;
-	int			dtype;
-	struct pg_itm_in itm;
-	int			rc;
-
-	rc = ParseDateTime(input, workbuf, sizeof(workbuf), field, ftype,
-					   MAXDATEFIELDS, &nf);
-	if (rc == 0)
-		rc = DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, &itm);
-	if (rc == DTERR_BAD_FORMAT)
-		rc = DecodeISO8601Interval(unconstify(char *, input), &dtype, &itm);
-	if (rc != 0 || dtype != DTK_DELTA)
-		return false;
-	return itmin2interval(&itm, result) == 0;
-}
 
 static bool
 CheckClockOffset(char **newval, void **extra, GucSource source)

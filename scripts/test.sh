@@ -54,7 +54,17 @@ suite_packaging() {
     make -s version-check PG_CONFIG="$PG_CONFIG"
 }
 
-SUITES=(packaging regress)
+# The C++ client: unit tests, live tests of every call, worker tests
+# (restarting the server through scripts/restart-cluster.sh).
+suite_client() {
+    cmake -S client -B build/client -DJOBQUEUE_BUILD_TESTS=ON -DJOBQUEUE_WERROR=ON \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo > build/client-cmake.log
+    cmake --build build/client -j 2
+    JQ_RESTART_COMMAND="bash $PWD/scripts/restart-cluster.sh" \
+        ctest --test-dir build/client --output-on-failure
+}
+
+SUITES=(packaging regress client)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.
@@ -86,7 +96,8 @@ trap on_exit EXIT
 source scripts/install-deps.sh
 source scripts/cluster.sh
 
-jq_install_deps
+jq_install_deps cmake g++ nlohmann-json3-dev libgtest-dev libcli11-dev bats python3
+mkdir -p build
 
 echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"
 make -s clean PG_CONFIG="$PG_CONFIG"

@@ -1,0 +1,39 @@
+// commands.hpp: the subcommands of the jobqueue tool.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <string>
+
+#include "jobqueue/jobqueue.hpp"
+#include "parse.hpp"
+
+namespace jobqueue::cli {
+
+// What every subcommand shares: the connection and the output form.
+struct Context {
+    std::string dsn;     // "" = the PG* environment
+    std::string schema;  // "" = the search_path
+    bool json = false;
+
+    [[nodiscard]] Client connect() const { return Client(ClientOptions{dsn, schema}); }
+};
+
+// A failure the database reported that is not an exception of its own
+// (e.g. "no such failed job"): exit status 2.
+struct NotDone : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+void add_read_commands(CLI::App& app, Context& context);   // status, failed, show
+void add_admin_commands(CLI::App& app, Context& context);  // retry, forget, cancel, clear, pause, resume
+void add_push_command(CLI::App& app, Context& context);    // push
+void add_work_command(CLI::App& app, Context& context);    // work
+
+// Adds --json to a subcommand.
+inline void add_json_flag(CLI::App* command, Context& context) {
+    command->add_flag("--json", context.json, "Print JSON instead of a table, for scripts");
+}
+
+}  // namespace jobqueue::cli

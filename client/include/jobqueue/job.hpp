@@ -1,0 +1,114 @@
+// jobqueue/job.hpp: the value types the client returns and takes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace jobqueue {
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+// A claimed job, as queue_reserve returns it. Keep id and token: every
+// completion call needs both.
+struct Job {
+    std::int64_t id = 0;
+    std::string queue;
+    std::string name;
+    nlohmann::json payload;
+    int attempts = 0;      // claims so far, this one included
+    int max_attempts = 0;
+    int priority = 0;
+    std::int64_t token = 0;  // fencing token of this claim
+    TimePoint reserved_until;
+    TimePoint created_at;
+    std::string last_error;
+    std::optional<TimePoint> deadline;
+
+    [[nodiscard]] bool last_attempt() const noexcept { return attempts >= max_attempts; }
+};
+
+// How to push a job; every field has queue_push's default.
+struct PushOptions {
+    std::string queue = "default";
+    std::chrono::milliseconds delay{0};
+    int priority = 0;
+    std::optional<std::string> unique_key;
+    int max_attempts = 3;
+    std::optional<TimePoint> deadline;
+};
+
+// One job of a batch push.
+struct NewJob {
+    std::string name;
+    nlohmann::json payload = nlohmann::json::object();
+    PushOptions options;
+};
+
+// How to claim.
+struct ReserveOptions {
+    std::vector<std::string> queues{"default"};
+    std::optional<std::chrono::milliseconds> lease;  // none: the queue's default lease
+    std::string worker;
+    int max_jobs = 1;
+};
+
+// One row of queue_stats().
+struct QueueStats {
+    std::string queue;
+    std::int64_t pending = 0;
+    std::int64_t delayed = 0;
+    std::int64_t reserved = 0;
+    std::int64_t total = 0;
+};
+
+// One row of queue_list(): settings beside the backlog.
+struct QueueInfo {
+    QueueStats stats;
+    bool paused = false;
+    std::optional<std::chrono::milliseconds> default_lease;
+    bool notify = true;
+};
+
+// One row of queue_failed_rows().
+struct FailedJob {
+    std::int64_t id = 0;  // the job's id
+    std::string queue;
+    std::string name;
+    nlohmann::json payload;
+    int priority = 0;
+    int attempts = 0;
+    int max_attempts = 0;
+    std::string error;
+    TimePoint failed_at;
+    TimePoint created_at;
+};
+
+// A (job id, token) pair for the batch completion calls.
+struct Claim {
+    std::int64_t id = 0;
+    std::int64_t token = 0;
+};
+
+}  // namespace jobqueue
+
+namespace jobqueue {
+
+// JSON forms, used for push_many's job objects and the CLI's --json output.
+// Times are ISO 8601 UTC strings with microseconds.
+std::string format_time(TimePoint t);
+void to_json(nlohmann::json& out, const Job& job);
+void to_json(nlohmann::json& out, const QueueStats& stats);
+void to_json(nlohmann::json& out, const QueueInfo& info);
+void to_json(nlohmann::json& out, const FailedJob& job);
+
+// The object queue_push_many takes for one job (only fields that differ from
+// queue_push's defaults are written).
+[[nodiscard]] nlohmann::json push_many_element(const NewJob& job);
+
+}  // namespace jobqueue

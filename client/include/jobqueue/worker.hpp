@@ -1,0 +1,182 @@
+// jobqueue/worker.hpp: a worker runtime on top of Client.
+//
+// Handlers are registered by job name. A dispatcher thread claims jobs in
+// batches sized to the idle handler threads, waiting on NOTIFY wake-ups
+// with a polling fallback; N handler threads run the jobs, each with its
+// own connection; a heartbeat thread extends the lease of any job still
+// running at half its lease. Lost connections are re-opened with backoff;
+// completions are fenced by the claim's token, so repeating one after a
+// lost answer can neither lose nor double-complete a job.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "jobqueue/client.hpp"
+
+namespace jobqueue {
+
+// What a handler decided about its job.
+class Outcome {
+public:
+    enum class Kind { done, retry, fail };
+
+    // The job is done: it is completed (queue_delete).
+    static Outcome done() { return Outcome(Kind::done, {}, ""); }
+    // Try again after delay (none: the server's backoff), recording reason.
+    static Outcome retry(std::string reason = "", std::optional<std::chrono::milliseconds> delay = {}) {
+        return Outcome(Kind::retry, delay, std::move(reason));
+    }
+    static Outcome retry_in(std::chrono::milliseconds delay, std::string reason = "") {
+        return Outcome(Kind::retry, delay, std::move(reason));
+    }
+    // A permanent error: the job goes to the failed table now.
+    static Outcome fail(std::string error) { return Outcome(Kind::fail, {}, std::move(error)); }
+
+    [[nodiscard]] Kind kind() const noexcept { return kind_; }
+    [[nodiscard]] const std::optional<std::chrono::milliseconds>& delay() const noexcept { return delay_; }
+    [[nodiscard]] const std::string& message() const noexcept { return message_; }
+
+private:
+    Outcome(Kind k, std::optional<std::chrono::milliseconds> d, std::string m)
+        : kind_(k), delay_(d), message_(std::move(m)) {}
+    Kind kind_;
+    std::optional<std::chrono::milliseconds> delay_;
+    std::string message_;
+};
+
+// Given to a running handler: long handlers should look at it now and then.
+class JobContext {
+public:
+    // The worker is shutting down and the grace period is over, or the
+    // claim was lost: the job's result will not be recorded by this worker.
+    [[nodiscard]] bool should_stop() const noexcept { return stop_ || lease_lost_; }
+    [[nodiscard]] bool lease_lost() const noexcept { return lease_lost_; }
+
+private:
+    friend class Worker;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> lease_lost_{false};
+};
+
+// A handler returns an Outcome; an exception it throws releases the job
+// with the server's backoff (or fails it when it was the last attempt).
+using Handler = std::function<Outcome(const Job&, JobContext&)>;
+
+struct WorkerOptions {
+    ClientOptions connection;
+    std::vector<std::string> queues{"default"};
+    int threads = 4;
+    std::chrono::milliseconds lease{std::chrono::seconds(60)};
+    // Longest wait between claims when no wake-up arrives.
+    std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
+    // LISTEN for wake-ups; off behind a transaction-pooling pooler.
+    bool use_notify = true;
+    // How long running jobs may finish after stop() before they are released.
+    std::chrono::milliseconds grace_period{std::chrono::seconds(10)};
+    // Largest claim batch; 0 means the number of threads.
+    int max_batch = 0;
+    // Longest pause between reconnection attempts.
+    std::chrono::milliseconds max_reconnect_delay{std::chrono::seconds(5)};
+    // Stored as reserved_by; "" means "<host>:<pid>".
+    std::string name;
+
+    // Throws InvalidArgument when an option is out of range.
+    void validate() const;
+};
+
+struct WorkerCounters {
+    std::int64_t claimed = 0;
+    std::int64_t completed = 0;
+    std::int64_t retried = 0;    // released for another attempt (or failed by the server when out of attempts)
+    std::int64_t failed = 0;     // failed on the handler's word, or for an unknown name
+    std::int64_t lost = 0;       // results not recorded: claim lost, dropped after the grace period, or refused
+    std::int64_t reconnects = 0;
+};
+
+class Worker {
+public:
+    explicit Worker(WorkerOptions options);
+    ~Worker();
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    // Register the handler of a job name (before start()).
+    void on(const std::string& job_name, Handler handler);
+    // A handler that returns nothing: done unless it throws.
+    void on(const std::string& job_name, std::function<void(const Job&)> handler);
+    // The handler of every job name without a handler of its own. Without
+    // one, such jobs are failed with an error naming the job name.
+    void on_any(Handler handler);
+
+    // Start the threads; returns at once.
+    void start();
+    // Graceful stop: claim nothing more, release claimed jobs not started,
+    // let running jobs finish within the grace period, release the rest,
+    // then join the threads. Safe to call more than once.
+    void stop();
+    // Ask for a stop from any thread (or a signal handler's thread); run()
+    // and run_until_signal() return after stopping.
+    void request_stop() noexcept;
+    // start(), wait until SIGINT or SIGTERM (or request_stop()), stop().
+    void run_until_signal();
+
+    [[nodiscard]] WorkerCounters counters() const;
+
+private:
+    struct Running {
+        Job job;
+        std::shared_ptr<JobContext> context;
+        std::chrono::steady_clock::time_point lease_started;
+    };
+
+    void dispatcher_loop();
+    void handler_loop();
+    void heartbeat_loop();
+    void run_job(Client& client, const Job& job, JobContext& context);
+    void record(Client& client, const Job& job, const Outcome& outcome);
+    void release_unstarted(Client& client);
+    void release_running(Client& client);
+    // Runs op until it succeeds, re-opening client's connection with
+    // backoff. Returns false once give_up is set and op still failed.
+    template <typename Op>
+    bool with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up);
+    void wait_for_wakeup(Client& client);
+    void report_error(const char* what, const Error& e);
+    void sleep_for(std::chrono::milliseconds span);
+
+    WorkerOptions options_;
+    std::map<std::string, Handler> handlers_;
+    Handler default_handler_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
+    std::deque<Job> ready_;                 // claimed, not started
+    std::map<std::int64_t, Running> running_;  // by job id
+    int busy_ = 0;                          // handler threads running a job
+
+    std::atomic<bool> stopping_{false};     // claim nothing more
+    std::atomic<bool> hard_stop_{false};    // grace period over
+    std::atomic<bool> stop_requested_{false};
+    bool started_ = false;
+    bool stopped_ = false;
+
+    std::atomic<std::int64_t> claimed_{0}, completed_{0}, retried_{0}, failed_{0}, lost_{0}, reconnects_{0};
+
+    std::thread dispatcher_;
+    std::thread heartbeat_;
+    std::vector<std::thread> handler_threads_;
+};
+
+}  // namespace jobqueue

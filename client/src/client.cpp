@@ -1,0 +1,464 @@
+// client.cpp: jobqueue::Client, one prepared statement per operation.
+#include "jobqueue/client.hpp"
+
+#include <poll.h>
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pg.hpp"
+
+namespace jobqueue {
+
+struct Client::Owned {
+    pg::ConnPtr conn;
+};
+
+namespace {
+
+pg::ConnPtr open_connection(const std::string& conninfo) {
+    pg::ConnPtr conn(PQconnectdb(conninfo.c_str()));
+    if (!conn) throw ConnectionError("jobqueue: out of memory creating a connection");
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        std::string message = PQerrorMessage(conn.get());
+        while (!message.empty() && message.back() == '\n') message.pop_back();
+        throw ConnectionError("jobqueue: cannot connect: " + message, "08001");
+    }
+    return conn;
+}
+
+// libpq's messages end in newlines and may span lines: make them one line.
+std::string trimmed(const char* message) {
+    std::string out;
+    bool space = false;
+    for (const char* p = message ? message : ""; *p; ++p) {
+        if (*p == '\n' || *p == '\t' || *p == ' ') {
+            space = !out.empty();
+            continue;
+        }
+        if (space) out += ' ';
+        space = false;
+        out += *p;
+    }
+    return out;
+}
+
+// The server's error as one line: its message, then its detail in brackets.
+std::string server_message(const PGresult* r, PGconn* conn) {
+    if (r == nullptr) return trimmed(PQerrorMessage(conn));
+    const char* primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    if (primary == nullptr) return trimmed(PQresultErrorMessage(r));
+    std::string out = primary;
+    if (const char* detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL)) out += " (" + std::string(detail) + ")";
+    return out;
+}
+
+// A time column is sent as microseconds since the epoch, exactly.
+std::string micros(const std::string& column) {
+    return "(extract(epoch from " + column + ") * 1000000)::int8";
+}
+
+}  // namespace
+
+// A query result; rows are read as text.
+class Client::Result {
+public:
+    explicit Result(pg::ResultPtr r) : r_(std::move(r)) {}
+    [[nodiscard]] int rows() const { return PQntuples(r_.get()); }
+    [[nodiscard]] bool null(int row, int col) const { return PQgetisnull(r_.get(), row, col); }
+    [[nodiscard]] const char* text(int row, int col) const { return PQgetvalue(r_.get(), row, col); }
+    [[nodiscard]] std::int64_t integer(int row, int col) const { return pg::to_int(text(row, col)); }
+    [[nodiscard]] bool boolean(int row, int col) const { return text(row, col)[0] == 't'; }
+
+private:
+    pg::ResultPtr r_;
+};
+
+Client::Client(ClientOptions options) : owned_(new Owned), options_(std::move(options)) {
+    owned_->conn = open_connection(options_.conninfo);
+    conn_ = owned_->conn.get();
+}
+
+Client::Client(PGconn* borrowed, std::string schema) : conn_(borrowed) {
+    if (borrowed == nullptr) throw InvalidArgument("jobqueue: Client::borrow needs a connection");
+    options_.schema = std::move(schema);
+}
+
+Client Client::borrow(PGconn* connection, std::string schema) {
+    return Client(connection, std::move(schema));
+}
+
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+Client::~Client() = default;
+
+bool Client::healthy() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
+
+void Client::reconnect() {
+    if (!owned_) throw ConnectionError("jobqueue: a borrowed connection cannot be reconnected");
+    owned_->conn = open_connection(options_.conninfo);
+    conn_ = owned_->conn.get();
+    prepared_.clear();
+    listening_ = false;
+}
+
+std::string Client::fn(const char* name) const {
+    if (options_.schema.empty()) return name;
+    char* quoted = PQescapeIdentifier(conn_, options_.schema.c_str(), options_.schema.size());
+    if (quoted == nullptr) throw InvalidArgument("jobqueue: bad schema name: " + options_.schema);
+    std::string out = std::string(quoted) + "." + name;
+    PQfreemem(quoted);
+    return out;
+}
+
+// Run one named prepared statement. A statement that writes, sent outside a
+// transaction block, commits by itself: losing the connection before its
+// answer leaves its outcome unknown, which is reported as InDoubtError.
+Client::Result Client::call(const char* statement, const std::string& sql,
+                            const std::vector<std::optional<std::string>>& params, bool writes) {
+    if (!healthy()) throw ConnectionError("jobqueue: the connection is broken", "08006");
+    bool autocommit = PQtransactionStatus(conn_) == PQTRANS_IDLE;
+
+    // A borrowed connection may carry this statement already, prepared by an
+    // earlier Client that borrowed it: reuse it (a second PREPARE would fail
+    // with 42P05 and abort the application's transaction).
+    if (!prepared_.count(statement) && !owned_) {
+        const char* lookup[2] = {statement, sql.c_str()};
+        pg::ResultPtr r(PQexecParams(conn_,
+                                     "SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE name = $1 AND statement = $2",
+                                     2, nullptr, lookup, nullptr, nullptr, 0));
+        if (r && PQresultStatus(r.get()) == PGRES_TUPLES_OK && PQntuples(r.get()) == 1) prepared_.insert(statement);
+    }
+    if (!prepared_.count(statement)) {
+        pg::ResultPtr r(PQprepare(conn_, statement, sql.c_str(), static_cast<int>(params.size()), nullptr));
+        if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+            if (PQstatus(conn_) != CONNECTION_OK)
+                throw ConnectionError("jobqueue: connection lost: " + trimmed(PQerrorMessage(conn_)), "08006");
+            const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+            throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
+        }
+        prepared_.insert(statement);
+    }
+
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+    pg::ResultPtr r(PQexecPrepared(conn_, statement, static_cast<int>(values.size()), values.data(), nullptr,
+                                   nullptr, 0));
+    ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Result(std::move(r));
+
+    const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+    if (PQstatus(conn_) != CONNECTION_OK && (state == nullptr || std::strncmp(state, "57P", 3) == 0 ||
+                                             std::strncmp(state, "08", 2) == 0)) {
+        std::string message = "jobqueue: connection lost during " + std::string(statement) + ": " +
+                              trimmed(PQerrorMessage(conn_));
+        if (writes && autocommit) throw InDoubtError(message, "08007");
+        throw ConnectionError(message, state ? state : "08006");
+    }
+    throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
+}
+
+void Client::execute(const std::string& sql) {
+    if (!healthy()) throw ConnectionError("jobqueue: the connection is broken", "08006");
+    pg::ResultPtr r(PQexec(conn_, sql.c_str()));
+    ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
+    const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+    if (PQstatus(conn_) != CONNECTION_OK) {
+        std::string message = "jobqueue: connection lost during \"" + sql + "\": " + trimmed(PQerrorMessage(conn_));
+        bool committing = strncasecmp(sql.c_str(), "COMMIT", 6) == 0 || strncasecmp(sql.c_str(), "END", 3) == 0;
+        if (committing) throw InDoubtError(message, "08007");
+        throw ConnectionError(message, state ? state : "08006");
+    }
+    throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
+}
+
+// ---------------------------------------------------------------- producing
+
+std::int64_t Client::push(const std::string& name, const nlohmann::json& payload, const PushOptions& o) {
+    auto r = call("jobqueue_push",
+                  "SELECT " + fn("queue_push") +
+                      "($1, $2::jsonb, $3, $4::interval, $5::int4, $6, $7::int4, $8::timestamptz)",
+                  {name, payload.dump(), o.queue, pg::interval_text(o.delay), std::to_string(o.priority),
+                   o.unique_key, std::to_string(o.max_attempts),
+                   o.deadline ? std::optional<std::string>(format_time(*o.deadline)) : std::nullopt},
+                  true);
+    return r.integer(0, 0);
+}
+
+std::vector<std::int64_t> Client::push_many(const std::vector<NewJob>& jobs) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const auto& job : jobs) array.push_back(push_many_element(job));
+    auto r = call("jobqueue_push_many", "SELECT " + fn("queue_push_many") + "($1::jsonb)", {array.dump()}, true);
+    return pg::int_array(r.text(0, 0));
+}
+
+// ---------------------------------------------------------------- working
+
+std::vector<Job> Client::reserve(const ReserveOptions& o) {
+    auto r = call("jobqueue_reserve",
+                  "SELECT id, queue, name, payload, attempts, max_attempts, priority, token, " +
+                      micros("reserved_until") + ", " + micros("created_at") + ", coalesce(last_error, ''), " +
+                      micros("deadline") + " FROM " + fn("queue_reserve") +
+                      "($1::text[], $2::interval, $3, $4::int4)",
+                  {pg::array_text(o.queues),
+                   o.lease ? std::optional<std::string>(pg::interval_text(*o.lease)) : std::nullopt, o.worker,
+                   std::to_string(o.max_jobs)},
+                  true);
+    std::vector<Job> jobs;
+    jobs.reserve(r.rows());
+    for (int i = 0; i < r.rows(); ++i) {
+        Job j;
+        j.id = r.integer(i, 0);
+        j.queue = r.text(i, 1);
+        j.name = r.text(i, 2);
+        j.payload = nlohmann::json::parse(r.text(i, 3));
+        j.attempts = static_cast<int>(r.integer(i, 4));
+        j.max_attempts = static_cast<int>(r.integer(i, 5));
+        j.priority = static_cast<int>(r.integer(i, 6));
+        j.token = r.integer(i, 7);
+        j.reserved_until = pg::micros_time(r.text(i, 8));
+        j.created_at = pg::micros_time(r.text(i, 9));
+        j.last_error = r.text(i, 10);
+        if (!r.null(i, 11)) j.deadline = pg::micros_time(r.text(i, 11));
+        jobs.push_back(std::move(j));
+    }
+    return jobs;
+}
+
+std::optional<Job> Client::reserve_one(const std::vector<std::string>& queues,
+                                       std::optional<std::chrono::milliseconds> lease, const std::string& worker) {
+    auto jobs = reserve(ReserveOptions{queues, lease, worker, 1});
+    if (jobs.empty()) return std::nullopt;
+    return std::move(jobs.front());
+}
+
+bool Client::complete(std::int64_t id, std::int64_t token) {
+    auto r = call("jobqueue_delete", "SELECT " + fn("queue_delete") + "($1::int8, $2::int8)",
+                  {std::to_string(id), std::to_string(token)}, true);
+    return r.boolean(0, 0);
+}
+
+namespace {
+std::pair<std::string, std::string> claim_arrays(const std::vector<Claim>& claims) {
+    std::vector<std::int64_t> ids, tokens;
+    for (const auto& c : claims) {
+        ids.push_back(c.id);
+        tokens.push_back(c.token);
+    }
+    return {pg::int_array_text(ids), pg::int_array_text(tokens)};
+}
+}  // namespace
+
+std::vector<std::int64_t> Client::complete_many(const std::vector<Claim>& claims) {
+    auto [ids, tokens] = claim_arrays(claims);
+    auto r = call("jobqueue_delete_many", "SELECT " + fn("queue_delete_many") + "($1::int8[], $2::int8[])",
+                  {ids, tokens}, true);
+    return pg::int_array(r.text(0, 0));
+}
+
+bool Client::release(std::int64_t id, std::int64_t token, std::optional<std::chrono::milliseconds> delay,
+                     const std::string& error) {
+    auto r = call("jobqueue_release", "SELECT " + fn("queue_release") + "($1::int8, $2::int8, $3::interval, $4)",
+                  {std::to_string(id), std::to_string(token),
+                   delay ? std::optional<std::string>(pg::interval_text(*delay)) : std::nullopt, error},
+                  true);
+    return r.boolean(0, 0);
+}
+
+std::vector<std::int64_t> Client::release_many(const std::vector<Claim>& claims,
+                                               std::optional<std::chrono::milliseconds> delay,
+                                               const std::string& error) {
+    auto [ids, tokens] = claim_arrays(claims);
+    auto r = call("jobqueue_release_many",
+                  "SELECT " + fn("queue_release_many") + "($1::int8[], $2::int8[], $3::interval, $4)",
+                  {ids, tokens, delay ? std::optional<std::string>(pg::interval_text(*delay)) : std::nullopt, error},
+                  true);
+    return pg::int_array(r.text(0, 0));
+}
+
+bool Client::fail(std::int64_t id, std::int64_t token, const std::string& error) {
+    auto r = call("jobqueue_fail", "SELECT " + fn("queue_fail") + "($1::int8, $2::int8, $3)",
+                  {std::to_string(id), std::to_string(token), error}, true);
+    return r.boolean(0, 0);
+}
+
+std::vector<std::int64_t> Client::fail_many(const std::vector<Claim>& claims, const std::string& error) {
+    auto [ids, tokens] = claim_arrays(claims);
+    auto r = call("jobqueue_fail_many", "SELECT " + fn("queue_fail_many") + "($1::int8[], $2::int8[], $3)",
+                  {ids, tokens, error}, true);
+    return pg::int_array(r.text(0, 0));
+}
+
+bool Client::extend(std::int64_t id, std::int64_t token, std::chrono::milliseconds lease) {
+    auto r = call("jobqueue_extend", "SELECT " + fn("queue_extend") + "($1::int8, $2::int8, $3::interval)",
+                  {std::to_string(id), std::to_string(token), pg::interval_text(lease)}, true);
+    return r.boolean(0, 0);
+}
+
+// ---------------------------------------------------------------- looking
+
+std::int64_t Client::pending(const std::optional<std::string>& queue) {
+    auto r = call("jobqueue_pending", "SELECT " + fn("queue_pending") + "($1)", {queue}, false);
+    return r.integer(0, 0);
+}
+
+std::vector<QueueStats> Client::stats() {
+    auto r = call("jobqueue_stats", "SELECT queue, pending, delayed, reserved, total FROM " + fn("queue_stats") + "()",
+                  {}, false);
+    std::vector<QueueStats> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back({r.text(i, 0), r.integer(i, 1), r.integer(i, 2), r.integer(i, 3), r.integer(i, 4)});
+    return out;
+}
+
+std::vector<QueueInfo> Client::queues() {
+    auto r = call("jobqueue_list",
+                  "SELECT queue, pending, delayed, reserved, total, paused, "
+                  "(extract(epoch from default_lease) * 1000)::int8, notify FROM " +
+                      fn("queue_list") + "()",
+                  {}, false);
+    std::vector<QueueInfo> out;
+    for (int i = 0; i < r.rows(); ++i) {
+        QueueInfo info;
+        info.stats = {r.text(i, 0), r.integer(i, 1), r.integer(i, 2), r.integer(i, 3), r.integer(i, 4)};
+        info.paused = r.boolean(i, 5);
+        if (!r.null(i, 6)) info.default_lease = pg::millis(r.text(i, 6));
+        info.notify = r.boolean(i, 7);
+        out.push_back(std::move(info));
+    }
+    return out;
+}
+
+std::int64_t Client::failed_count() {
+    auto r = call("jobqueue_failed_count", "SELECT " + fn("queue_failed_count") + "()", {}, false);
+    return r.integer(0, 0);
+}
+
+namespace {
+// The columns of a failed row, in the order failed_rows() reads them.
+std::string failed_columns() {
+    return "id, queue, name, payload, priority, attempts, max_attempts, error, " + micros("failed_at") + ", " +
+           micros("created_at");
+}
+}  // namespace
+
+std::vector<FailedJob> Client::failed_rows(const char* statement, const std::string& arguments,
+                                           const std::vector<std::optional<std::string>>& params) {
+    auto r = call(statement, "SELECT " + failed_columns() + " FROM " + fn("queue_failed_rows") + arguments, params,
+                  false);
+    std::vector<FailedJob> out;
+    for (int i = 0; i < r.rows(); ++i) {
+        FailedJob f;
+        f.id = r.integer(i, 0);
+        f.queue = r.text(i, 1);
+        f.name = r.text(i, 2);
+        f.payload = nlohmann::json::parse(r.text(i, 3));
+        f.priority = static_cast<int>(r.integer(i, 4));
+        f.attempts = static_cast<int>(r.integer(i, 5));
+        f.max_attempts = static_cast<int>(r.integer(i, 6));
+        f.error = r.text(i, 7);
+        f.failed_at = pg::micros_time(r.text(i, 8));
+        f.created_at = pg::micros_time(r.text(i, 9));
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
+std::vector<FailedJob> Client::failed(int limit, const std::optional<std::string>& queue) {
+    return failed_rows("jobqueue_failed_rows", "($1::int4, $2)", {std::to_string(limit), queue});
+}
+
+std::optional<FailedJob> Client::failed_job(std::int64_t id) {
+    auto rows = failed_rows("jobqueue_failed_row", "(1, NULL, $1::int8)", {std::to_string(id)});
+    if (rows.empty()) return std::nullopt;
+    return std::move(rows.front());
+}
+
+// ---------------------------------------------------------------- failed jobs
+
+std::int64_t Client::retry_failed(std::optional<std::int64_t> id, int max_attempts) {
+    auto r = call("jobqueue_retry_failed", "SELECT " + fn("queue_retry_failed") + "($1::int8, $2::int4)",
+                  {id ? std::optional<std::string>(std::to_string(*id)) : std::nullopt, std::to_string(max_attempts)},
+                  true);
+    return r.integer(0, 0);
+}
+
+std::int64_t Client::forget_failed(std::int64_t id) {
+    auto r = call("jobqueue_forget_failed_id", "SELECT " + fn("queue_forget_failed") + "(id => $1::int8)",
+                  {std::to_string(id)}, true);
+    return r.integer(0, 0);
+}
+
+std::int64_t Client::forget_failed_before(TimePoint before) {
+    auto r = call("jobqueue_forget_failed_before", "SELECT " + fn("queue_forget_failed") + "(before => $1::timestamptz)",
+                  {format_time(before)}, true);
+    return r.integer(0, 0);
+}
+
+std::int64_t Client::forget_all_failed() {
+    auto r = call("jobqueue_forget_failed_all", "SELECT " + fn("queue_forget_failed") + "(all_rows => true)", {}, true);
+    return r.integer(0, 0);
+}
+
+// ---------------------------------------------------------------- administration
+
+bool Client::cancel(std::int64_t id, bool force) {
+    auto r = call("jobqueue_cancel", "SELECT " + fn("queue_cancel") + "($1::int8, $2::bool)",
+                  {std::to_string(id), force ? "true" : "false"}, true);
+    return r.boolean(0, 0);
+}
+
+std::int64_t Client::clear(const std::string& queue) {
+    auto r = call("jobqueue_clear", "SELECT " + fn("queue_clear") + "($1)", {queue}, true);
+    return r.integer(0, 0);
+}
+
+void Client::pause(const std::string& queue) {
+    call("jobqueue_pause", "SELECT " + fn("queue_pause") + "($1)", {queue}, true);
+}
+
+void Client::resume(const std::string& queue) {
+    call("jobqueue_resume", "SELECT " + fn("queue_resume") + "($1)", {queue}, true);
+}
+
+void Client::set_default_lease(const std::string& queue, std::optional<std::chrono::milliseconds> lease) {
+    call("jobqueue_set_default_lease", "SELECT " + fn("queue_set_default_lease") + "($1, $2::interval)",
+         {queue, lease ? std::optional<std::string>(pg::interval_text(*lease)) : std::nullopt}, true);
+}
+
+void Client::set_notify(const std::string& queue, bool enabled) {
+    call("jobqueue_set_notify", "SELECT " + fn("queue_set_notify") + "($1, $2::bool)",
+         {queue, enabled ? "true" : "false"}, true);
+}
+
+// ---------------------------------------------------------------- wake-ups
+
+std::optional<std::string> Client::wait(std::chrono::milliseconds timeout) {
+    if (!listening_) {
+        execute("LISTEN jobqueue");
+        listening_ = true;
+    }
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (PQconsumeInput(conn_) == 0)
+            throw ConnectionError("jobqueue: connection lost while waiting: " + trimmed(PQerrorMessage(conn_)),
+                                  "08006");
+        if (PGnotify* note = PQnotifies(conn_)) {
+            std::string queue = note->extra ? note->extra : "";
+            PQfreemem(note);
+            return queue;
+        }
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return std::nullopt;
+        pollfd pfd{PQsocket(conn_), POLLIN, 0};
+        if (pfd.fd < 0) throw ConnectionError("jobqueue: connection has no socket", "08006");
+        int rc = ::poll(&pfd, 1, static_cast<int>(left.count()));
+        if (rc < 0 && errno != EINTR) throw ConnectionError(std::string("jobqueue: poll: ") + std::strerror(errno));
+    }
+}
+
+}  // namespace jobqueue

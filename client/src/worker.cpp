@@ -1,0 +1,446 @@
+// worker.cpp: jobqueue::Worker, the dispatcher / handler / heartbeat threads.
+#include "jobqueue/worker.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+namespace jobqueue {
+
+namespace {
+
+std::string default_worker_name() {
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    return std::string(host) + ":" + std::to_string(getpid());
+}
+
+// The handler's text (an exception's what(), an Outcome's reason) as the
+// server accepts it: bytes that are not valid UTF-8 become '?'. Without
+// this, queue_release/queue_fail reject the call (22021) and the job is
+// never recorded.
+std::string valid_utf8(const std::string& in) {
+    std::string out;
+    out.reserve(in.size());
+    const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+    const std::size_t n = in.size();
+    for (std::size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        std::size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
+                                                                  : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        bool ok = len > 0 && c != 0 && i + len <= n;
+        for (std::size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3) {
+            unsigned char d = s[i + 1];
+            ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d > 0x9F);  // overlong, surrogates
+        } else if (ok && len == 4) {
+            unsigned char d = s[i + 1];
+            ok = !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d > 0x8F);  // overlong, > U+10FFFF
+        }
+        if (ok) {
+            out.append(in, i, len);
+            i += len;
+        } else {
+            out += '?';
+            ++i;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+void WorkerOptions::validate() const {
+    using namespace std::chrono;
+    if (queues.empty()) throw InvalidArgument("jobqueue: WorkerOptions.queues must name at least one queue");
+    for (const auto& q : queues)
+        if (q.empty() || q.size() > 64)
+            throw InvalidArgument("jobqueue: WorkerOptions.queues: queue names are 1 to 64 characters");
+    if (threads < 1 || threads > 256) throw InvalidArgument("jobqueue: WorkerOptions.threads must be 1 to 256");
+    if (lease < seconds(1) || lease > hours(24))
+        throw InvalidArgument("jobqueue: WorkerOptions.lease must be between 1 second and 1 day");
+    if (poll_interval <= milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.poll_interval must be positive");
+    if (grace_period < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.grace_period must not be negative");
+    if (max_batch < 0 || max_batch > 10000) throw InvalidArgument("jobqueue: WorkerOptions.max_batch must be 0 to 10000");
+    if (max_reconnect_delay < milliseconds(1))
+        throw InvalidArgument("jobqueue: WorkerOptions.max_reconnect_delay must be positive");
+}
+
+Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
+    options_.validate();
+    if (options_.name.empty()) options_.name = default_worker_name();
+    if (options_.max_batch == 0) options_.max_batch = options_.threads;
+}
+
+Worker::~Worker() {
+    try {
+        stop();
+    } catch (...) {
+        // destructors never throw; the jobs come back when their leases end
+    }
+}
+
+void Worker::on(const std::string& job_name, Handler handler) {
+    if (started_) throw InvalidArgument("jobqueue: register handlers before Worker::start()");
+    handlers_[job_name] = std::move(handler);
+}
+
+void Worker::on(const std::string& job_name, std::function<void(const Job&)> handler) {
+    on(job_name, Handler([h = std::move(handler)](const Job& job, JobContext&) {
+           h(job);
+           return Outcome::done();
+       }));
+}
+
+void Worker::on_any(Handler handler) {
+    if (started_) throw InvalidArgument("jobqueue: register handlers before Worker::start()");
+    default_handler_ = std::move(handler);
+}
+
+WorkerCounters Worker::counters() const {
+    return {claimed_.load(), completed_.load(), retried_.load(), failed_.load(), lost_.load(), reconnects_.load()};
+}
+
+void Worker::sleep_for(std::chrono::milliseconds span) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, span, [&] { return hard_stop_.load(); });
+}
+
+template <typename Op>
+bool Worker::with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up) {
+    auto delay = std::chrono::milliseconds(100);
+    for (;;) {
+        try {
+            if (!client.healthy()) client.reconnect();
+            op();
+            return true;
+        } catch (const ConnectionError&) {
+            ++reconnects_;
+            if (give_up) return false;
+            sleep_for(delay);
+            delay = std::min(delay * 2, options_.max_reconnect_delay);
+        }
+    }
+}
+
+// A connection of the worker's own; retried with backoff until it opens
+// or the worker stops for good.
+static std::optional<Client> connect(const WorkerOptions& options, const std::atomic<bool>& give_up,
+                                     std::atomic<std::int64_t>& reconnects) {
+    auto delay = std::chrono::milliseconds(100);
+    while (!give_up) {
+        try {
+            return Client(options.connection);
+        } catch (const ConnectionError&) {
+            ++reconnects;
+            std::this_thread::sleep_for(delay);
+            delay = std::min(delay * 2, options.max_reconnect_delay);
+        }
+    }
+    return std::nullopt;
+}
+
+void Worker::start() {
+    if (started_) return;
+    if (handlers_.empty() && !default_handler_) throw InvalidArgument("jobqueue: register at least one handler before Worker::start()");
+    started_ = true;
+    dispatcher_ = std::thread([this] { dispatcher_loop(); });
+    heartbeat_ = std::thread([this] { heartbeat_loop(); });
+    for (int i = 0; i < options_.threads; ++i) handler_threads_.emplace_back([this] { handler_loop(); });
+}
+
+// Claims batches sized to the idle handler threads; when nothing is due it
+// waits for a wake-up (or sleeps) at most poll_interval.
+void Worker::dispatcher_loop() {
+    auto client = connect(options_, stopping_, reconnects_);
+    if (!client) return;
+    while (!stopping_) {
+        int free_slots;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait_for(lock, options_.poll_interval, [&] {
+                return stopping_ || options_.threads - busy_ - static_cast<int>(ready_.size()) > 0;
+            });
+            free_slots = options_.threads - busy_ - static_cast<int>(ready_.size());
+        }
+        if (stopping_) break;
+        if (free_slots <= 0) continue;
+
+        std::vector<Job> jobs;
+        ReserveOptions claim{options_.queues, options_.lease, options_.name, std::min(free_slots, options_.max_batch)};
+        try {
+            if (!with_reconnect(*client, [&] { jobs = client->reserve(claim); }, stopping_)) break;
+        } catch (const Error& e) {
+            // e.g. the role lacks the worker tier: say so, and try again later
+            report_error("claim", e);
+            wait_for_wakeup(*client);
+            continue;
+        }
+        if (!jobs.empty()) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            claimed_ += static_cast<std::int64_t>(jobs.size());
+            for (auto& job : jobs) ready_.push_back(std::move(job));
+            changed_.notify_all();
+            continue;
+        }
+        wait_for_wakeup(*client);
+    }
+    release_unstarted(*client);
+}
+
+// Nothing was due: wait for a NOTIFY wake-up (or just sleep) at most
+// poll_interval, in short slices so that a stop is noticed at once.
+void Worker::wait_for_wakeup(Client& client) {
+    const auto slice = std::chrono::milliseconds(200);
+    auto until = std::chrono::steady_clock::now() + options_.poll_interval;
+    while (!stopping_) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return;
+        if (!options_.use_notify) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait_for(lock, left, [&] { return stopping_.load(); });
+            return;
+        }
+        std::optional<std::string> woken;
+        // a lost connection here only costs the wait: reconnect and go on
+        if (!with_reconnect(client, [&] { woken = client.wait(std::min(left, slice)); }, stopping_)) return;
+        if (woken) return;
+    }
+}
+
+void Worker::report_error(const char* what, const Error& e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::cerr << "jobqueue worker: " << what << " failed: " << e.what();
+    if (!e.sqlstate().empty()) std::cerr << " (SQLSTATE " << e.sqlstate() << ")";
+    std::cerr << "\n";
+}
+
+// Claimed jobs that no handler started go back at once.
+void Worker::release_unstarted(Client& client) {
+    std::deque<Job> left;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        left.swap(ready_);
+    }
+    if (left.empty()) return;
+    std::vector<Claim> claims;
+    for (const auto& job : left) claims.push_back({job.id, job.token});
+    try {
+        // one try: when it fails the leases run out and the jobs come back anyway
+        with_reconnect(
+            client,
+            [&] { (void)client.release_many(claims, std::chrono::milliseconds(0), "worker stopped before running it"); },
+            stopping_);
+    } catch (const Error& e) {
+        report_error("releasing unstarted jobs", e);
+    }
+}
+
+void Worker::handler_loop() {
+    auto client = connect(options_, hard_stop_, reconnects_);
+    if (!client) return;
+    for (;;) {
+        Job job;
+        std::shared_ptr<JobContext> context = std::make_shared<JobContext>();
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait(lock, [&] { return !ready_.empty() || stopping_; });
+            if (stopping_) return;  // unstarted jobs are released by the dispatcher
+            job = std::move(ready_.front());
+            ready_.pop_front();
+            ++busy_;
+            running_[job.id] = Running{job, context, std::chrono::steady_clock::now()};
+        }
+        run_job(*client, job, *context);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            --busy_;
+            running_.erase(job.id);
+            changed_.notify_all();
+        }
+    }
+}
+
+void Worker::run_job(Client& client, const Job& job, JobContext& context) {
+    auto it = handlers_.find(job.name);
+    const Handler* handler = it != handlers_.end() ? &it->second : (default_handler_ ? &default_handler_ : nullptr);
+    Outcome outcome = Outcome::fail("no handler registered for job name \"" + job.name + "\"");
+    if (handler != nullptr) {
+        try {
+            outcome = (*handler)(job, context);
+        } catch (const std::exception& e) {
+            outcome = Outcome::retry(std::string("handler threw: ") + e.what());
+        } catch (...) {
+            outcome = Outcome::retry("handler threw a non-standard exception");
+        }
+    }
+    // The grace period ended while it ran: the job was handed back (see
+    // release_running), so its result, whatever it is, is not recorded.
+    if (context.stop_) {
+        ++lost_;
+        return;
+    }
+    record(client, job, outcome);
+}
+
+// Record the outcome, fenced by the claim's token. After a lost answer the
+// same call is repeated on a new connection: if the first one committed,
+// the repeat finds the token gone and returns false, so nothing is done
+// twice.
+void Worker::record(Client& client, const Job& job, const Outcome& outcome) {
+    bool recorded = false;
+    bool ok = false;
+    const std::string message = valid_utf8(outcome.message());
+    try {
+        ok = with_reconnect(client, [&] {
+            switch (outcome.kind()) {
+                case Outcome::Kind::done:
+                    recorded = client.complete(job.id, job.token);
+                    break;
+                case Outcome::Kind::retry:
+                    recorded = client.release(job.id, job.token, outcome.delay(), message);
+                    break;
+                case Outcome::Kind::fail:
+                    recorded = client.fail(job.id, job.token, message);
+                    break;
+            }
+        }, hard_stop_);
+    } catch (const Error& e) {
+        report_error("recording a job's outcome", e);
+        // e.g. a negative Outcome::retry_in delay (22023): an exception
+        // leaving this thread would end the process; the job comes back
+        // when its lease runs out instead
+        ok = false;
+    }
+    if (!ok || !recorded) {
+        ++lost_;
+        return;
+    }
+    switch (outcome.kind()) {
+        case Outcome::Kind::done: ++completed_; break;
+        case Outcome::Kind::retry: ++retried_; break;
+        case Outcome::Kind::fail: ++failed_; break;
+    }
+}
+
+// Every running job whose lease is half used gets a fresh lease.
+void Worker::heartbeat_loop() {
+    auto client = connect(options_, hard_stop_, reconnects_);
+    if (!client) return;
+    const auto half = options_.lease / 2;
+    const auto tick = std::max(std::chrono::milliseconds(50), options_.lease / 8);
+    while (!hard_stop_) {
+        sleep_for(tick);
+        if (hard_stop_) break;
+        std::vector<std::pair<Job, std::shared_ptr<JobContext>>> due;
+        auto now = std::chrono::steady_clock::now();
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (auto& [id, running] : running_)
+                if (now - running.lease_started >= half && !running.context->lease_lost())
+                    due.emplace_back(running.job, running.context);
+        }
+        for (auto& [job, context] : due) {
+            bool extended = false;
+            auto started = std::chrono::steady_clock::now();
+            try {
+                if (!with_reconnect(
+                        *client, [&] { extended = client->extend(job.id, job.token, options_.lease); }, hard_stop_))
+                    break;
+            } catch (const Error& e) {
+                report_error("extending a lease", e);
+                continue;
+            }
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!extended) context->lease_lost_ = true;
+            auto it = running_.find(job.id);
+            if (extended && it != running_.end()) it->second.lease_started = started;
+        }
+    }
+}
+
+// After the grace period: jobs still running are released for another
+// worker; their handlers are told to stop and their results are dropped.
+void Worker::release_running(Client& client) {
+    std::vector<Claim> claims;
+    std::vector<std::shared_ptr<JobContext>> contexts;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [id, running] : running_) {
+            claims.push_back({running.job.id, running.job.token});
+            contexts.push_back(running.context);
+        }
+    }
+    if (claims.empty()) return;
+    try {
+        (void)client.release_many(claims, std::chrono::milliseconds(0), "worker stopped while running it");
+    } catch (const Error&) {
+        // the leases will run out and the jobs come back by themselves
+    }
+    // Told only now: a handler that gives up on should_stop() could
+    // otherwise record its result before the release (run_job drops it).
+    for (auto& context : contexts) context->stop_ = true;
+}
+
+void Worker::request_stop() noexcept {
+    stop_requested_ = true;
+    stopping_ = true;
+    changed_.notify_all();
+}
+
+void Worker::stop() {
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    stopping_ = true;
+    changed_.notify_all();
+    if (dispatcher_.joinable()) dispatcher_.join();
+
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait_for(lock, options_.grace_period, [&] { return busy_ == 0; });
+    }
+    hard_stop_ = true;
+    changed_.notify_all();
+    bool still_running;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        still_running = busy_ > 0;
+    }
+    if (still_running) {
+        try {
+            Client client(options_.connection);
+            release_running(client);
+        } catch (const Error&) {
+            // no connection: the leases will run out instead; the handlers
+            // are still told to stop
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (auto& [id, running] : running_) running.context->stop_ = true;
+        }
+    }
+    for (auto& t : handler_threads_)
+        if (t.joinable()) t.join();
+    if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void Worker::run_until_signal() {
+    sigset_t signals, previous;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    // blocked before the threads start, so they inherit the mask and the
+    // signal is taken here
+    pthread_sigmask(SIG_BLOCK, &signals, &previous);
+    start();
+    while (!stop_requested_) {
+        timespec tick{0, 200 * 1000 * 1000};
+        int signal = sigtimedwait(&signals, nullptr, &tick);
+        if (signal == SIGINT || signal == SIGTERM) break;
+    }
+    stop();
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+}  // namespace jobqueue

@@ -8,7 +8,8 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" extensi
 MODULEDIR = extension
 DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.0.sql \
-	extension/scripts/jobqueue--1.0--1.1.sql
+	extension/scripts/jobqueue--1.0--1.1.sql \
+	extension/scripts/jobqueue--1.1--1.2.sql
 
 MODULE_big = jobqueue
 OBJS = \
@@ -25,7 +26,10 @@ OBJS = \
 	extension/src/grants.o \
 	extension/src/wakeup.o \
 	extension/src/batch.o \
-	extension/src/admin.o
+	extension/src/admin.o \
+	extension/src/cron.o \
+	extension/src/schedules.o \
+	extension/src/ticker.o
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 
@@ -44,7 +48,9 @@ REGRESS = \
 	deadlines \
 	errors_1_1 \
 	privileges_1_1 \
-	upgrade
+	schedules \
+	upgrade \
+	upgrade_1_2
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))
@@ -66,4 +72,4 @@ version-check:
 	@grep -q '"version": "$(EXTVERSION)"' META.json || { echo "META.json version differs from $(EXTVERSION)"; exit 1; }
 
 # PGXS tracks no header dependencies: every object depends on the shared header.
-$(OBJS): extension/src/jobqueue.h
+$(OBJS): extension/src/jobqueue.h extension/src/cron.h

@@ -57,6 +57,8 @@ suite_packaging() {
 # The C++ client: unit tests, live tests of every call, worker tests
 # (restarting the server through scripts/restart-cluster.sh).
 suite_client() {
+    # the live suites use database postgres (the PG* environment)
+    psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS jobqueue'
     cmake -S client -B build/client -DJOBQUEUE_BUILD_TESTS=ON -DJOBQUEUE_WERROR=ON \
         -DCMAKE_BUILD_TYPE=RelWithDebInfo > build/client-cmake.log
     cmake --build build/client -j 2
@@ -64,7 +66,13 @@ suite_client() {
         ctest --test-dir build/client --output-on-failure
 }
 
-SUITES=(packaging regress client)
+# The jobqueue command-line tool (built by the client suite), with bats.
+suite_cli() {
+    [[ -x build/client/cli/jobqueue ]] || cmake --build build/client -j 2 --target jobqueue_cli
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bats tests/cli
+}
+
+SUITES=(packaging regress client cli)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

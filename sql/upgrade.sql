@@ -51,7 +51,7 @@ $fn$;
 -- version 1.0
 --------------------------------------------------------------------------
 
--- the test driver installed the default version, 1.1; go back to 1.0
+-- the test driver installed the default version (1.2); go back to 1.0
 SELECT extversion FROM pg_extension WHERE extname = 'jobqueue';
 DROP EXTENSION jobqueue;
 CREATE EXTENSION jobqueue VERSION '1.0';
@@ -115,7 +115,7 @@ SELECT queue, pending, delayed, reserved, total FROM queue_stats();
 --------------------------------------------------------------------------
 -- ALTER EXTENSION jobqueue UPDATE
 --------------------------------------------------------------------------
-ALTER EXTENSION jobqueue UPDATE;
+ALTER EXTENSION jobqueue UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'jobqueue';
 
 -- the 1.1 objects exist: the settings table, the eleven new functions, the
@@ -271,7 +271,7 @@ DROP EXTENSION jobqueue;
 CREATE EXTENSION jobqueue VERSION '1.0';
 CREATE ROLE "regress_jq_up_Mixed Case";
 SELECT queue_grant('regress_jq_up_Mixed Case', 'worker');
-ALTER EXTENSION jobqueue UPDATE;
+ALTER EXTENSION jobqueue UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'jobqueue';
 SELECT pg_temp.allowed('regress_jq_up_Mixed Case', :'fn_1_0') AS may_execute_1_0,
        pg_temp.allowed('regress_jq_up_Mixed Case', :'fn_1_1') AS may_execute_1_1;

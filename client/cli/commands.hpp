@@ -30,6 +30,7 @@ void add_read_commands(CLI::App& app, Context& context);   // status, failed, sh
 void add_admin_commands(CLI::App& app, Context& context);  // retry, forget, cancel, clear, pause, resume
 void add_push_command(CLI::App& app, Context& context);    // push
 void add_work_command(CLI::App& app, Context& context);    // work
+void add_schedule_command(CLI::App& app, Context& context);  // schedule add|remove|list|tick
 
 // Adds --json to a subcommand.
 inline void add_json_flag(CLI::App* command, Context& context) {

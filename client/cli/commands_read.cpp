@@ -1,4 +1,6 @@
 // commands_read.cpp: status, failed, show.
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 
@@ -49,8 +51,12 @@ void add_read_commands(CLI::App& app, Context& context) {
             print_status(client, context);
             return;
         }
+        // the screen is cleared only for a person at a terminal; JSON is one line per refresh
+        bool screen = isatty(STDOUT_FILENO) && !context.json;
         for (;;) {
-            std::cout << "\033[H\033[2J" << "jobqueue status, " << format_time(Clock::now()) << " (Ctrl-C to stop)\n\n";
+            if (screen) std::cout << "\033[H\033[2J";
+            if (!context.json)
+                std::cout << "jobqueue status, " << format_time(Clock::now()) << " (Ctrl-C to stop)\n\n";
             print_status(client, context);
             std::cout.flush();
             std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -60,7 +66,7 @@ void add_read_commands(CLI::App& app, Context& context) {
     auto* failed = app.add_subcommand("failed", "Failed jobs, newest first (error cut to one line)");
     static int limit = 50;
     static std::string queue;
-    failed->add_option("--limit", limit, "How many rows (default 50)")->check(CLI::PositiveNumber);
+    failed->add_option("--limit", limit, "How many rows (default 50)")->check(CLI::Range(1, 1000000));
     failed->add_option("--queue", queue, "Only this queue");
     add_json_flag(failed, context);
     failed->footer("Example:\n  jobqueue failed --limit 10 --queue email" "\n");

@@ -56,6 +56,7 @@ void add_work_command(CLI::App& app, Context& context) {
     work->add_option("--poll", poll, "Longest wait between claims when idle (default 1s)");
     work->add_option("--grace", grace, "On SIGINT/SIGTERM, how long running commands may finish (default 30s)");
     work->add_flag("--quiet", quiet, "Do not log each job on stderr");
+    add_json_flag(work, context);
     work->footer(
         "Exit status of the command: 0 completes the job, 75 (EX_TEMPFAIL) retries it with backoff,\n"
         "anything else fails it with the command's stderr as the error. A command killed by a signal\n"

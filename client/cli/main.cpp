@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     add_admin_commands(app, context);
     add_push_command(app, context);
     add_work_command(app, context);
+    add_schedule_command(app, context);
 
     try {
         app.parse(argc, argv);

@@ -435,6 +435,57 @@ void Client::set_notify(const std::string& queue, bool enabled) {
          {queue, enabled ? "true" : "false"}, true);
 }
 
+// ---------------------------------------------------------------- schedules
+
+TimePoint Client::schedule_set(const Schedule& s) {
+    auto r = call("jobqueue_schedule_set",
+                  "SELECT " + micros(fn("queue_schedule_set") +
+                                     "($1, $2, $3, $4::jsonb, $5, $6::int4, $7::int4, $8, $9::bool, $10::bool)"),
+                  {s.name, s.cron, s.job_name, s.payload.dump(), s.queue, std::to_string(s.priority),
+                   std::to_string(s.max_attempts), s.time_zone, s.enabled ? "true" : "false",
+                   s.catch_up ? "true" : "false"},
+                  true);
+    return pg::micros_time(r.text(0, 0));
+}
+
+bool Client::schedule_remove(const std::string& name) {
+    auto r = call("jobqueue_schedule_remove", "SELECT " + fn("queue_schedule_remove") + "($1)", {name}, true);
+    return r.boolean(0, 0);
+}
+
+std::vector<Schedule> Client::schedules() {
+    auto r = call("jobqueue_schedule_list",
+                  "SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled, catch_up, " +
+                      micros("next_due") + ", " + micros("last_window") + " FROM " + fn("queue_schedule_list") + "()",
+                  {}, false);
+    std::vector<Schedule> out;
+    for (int i = 0; i < r.rows(); ++i) {
+        Schedule s;
+        s.name = r.text(i, 0);
+        s.cron = r.text(i, 1);
+        s.job_name = r.text(i, 2);
+        s.payload = nlohmann::json::parse(r.text(i, 3));
+        s.queue = r.text(i, 4);
+        s.priority = static_cast<int>(r.integer(i, 5));
+        s.max_attempts = static_cast<int>(r.integer(i, 6));
+        s.time_zone = r.text(i, 7);
+        s.enabled = r.boolean(i, 8);
+        s.catch_up = r.boolean(i, 9);
+        if (!r.null(i, 10)) s.next_due = pg::micros_time(r.text(i, 10));
+        if (!r.null(i, 11)) s.last_window = pg::micros_time(r.text(i, 11));
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::vector<Tick> Client::tick() {
+    auto r = call("jobqueue_tick", "SELECT schedule, " + micros("due_at") + ", job_id FROM " + fn("queue_tick") + "()",
+                  {}, true);
+    std::vector<Tick> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back({r.text(i, 0), pg::micros_time(r.text(i, 1)), r.integer(i, 2)});
+    return out;
+}
+
 // ---------------------------------------------------------------- wake-ups
 
 std::optional<std::string> Client::wait(std::chrono::milliseconds timeout) {

@@ -65,6 +65,21 @@ void to_json(nlohmann::json& out, const FailedJob& job) {
            {"created_at", format_time(job.created_at)}};
 }
 
+void to_json(nlohmann::json& out, const Schedule& s) {
+    out = {{"name", s.name},
+           {"cron", s.cron},
+           {"job_name", s.job_name},
+           {"payload", s.payload},
+           {"queue", s.queue},
+           {"priority", s.priority},
+           {"max_attempts", s.max_attempts},
+           {"time_zone", s.time_zone},
+           {"enabled", s.enabled},
+           {"catch_up", s.catch_up},
+           {"next_due", s.next_due ? nlohmann::json(format_time(*s.next_due)) : nlohmann::json()},
+           {"last_window", s.last_window ? nlohmann::json(format_time(*s.last_window)) : nlohmann::json()}};
+}
+
 nlohmann::json push_many_element(const NewJob& job) {
     const PushOptions defaults;
     nlohmann::json out = {{"name", job.name}, {"payload", job.payload}};

@@ -65,6 +65,7 @@ void WorkerOptions::validate() const {
     if (poll_interval <= milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.poll_interval must be positive");
     if (grace_period < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.grace_period must not be negative");
     if (max_batch < 0 || max_batch > 10000) throw InvalidArgument("jobqueue: WorkerOptions.max_batch must be 0 to 10000");
+    if (tick_interval < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.tick_interval must not be negative");
     if (max_reconnect_delay < milliseconds(1))
         throw InvalidArgument("jobqueue: WorkerOptions.max_reconnect_delay must be positive");
 }
@@ -332,9 +333,11 @@ void Worker::heartbeat_loop() {
     if (!client) return;
     const auto half = options_.lease / 2;
     const auto tick = std::max(std::chrono::milliseconds(50), options_.lease / 8);
+    auto next_schedule_tick = std::chrono::steady_clock::now();
     while (!hard_stop_) {
         sleep_for(tick);
         if (hard_stop_) break;
+        tick_schedules(*client, next_schedule_tick);
         std::vector<std::pair<Job, std::shared_ptr<JobContext>>> due;
         auto now = std::chrono::steady_clock::now();
         {
@@ -359,6 +362,22 @@ void Worker::heartbeat_loop() {
             auto it = running_.find(job.id);
             if (extended && it != running_.end()) it->second.lease_started = started;
         }
+    }
+}
+
+// Recurring schedules: queue_tick() every tick_interval. A database whose
+// extension predates schedules (no queue_tick: 42883) turns this off.
+void Worker::tick_schedules(Client& client, std::chrono::steady_clock::time_point& next_tick) {
+    if (options_.tick_interval.count() == 0 || stopping_ || std::chrono::steady_clock::now() < next_tick) return;
+    next_tick = std::chrono::steady_clock::now() + options_.tick_interval;
+    try {
+        with_reconnect(client, [&] { (void)client.tick(); }, hard_stop_);
+    } catch (const Error& e) {
+        if (e.sqlstate() == "42883") {
+            options_.tick_interval = std::chrono::milliseconds(0);
+            return;
+        }
+        report_error("ticking schedules", e);
     }
 }
 

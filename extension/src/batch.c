@@ -314,7 +314,6 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 	int			element = 0;
 	int			run_start = 0;
 	List	   *due_queues = NIL;
-	List	   *wake;
 
 	ArgRequire(fcinfo, 0, "jobs");
 	jobs = PG_GETARG_JSONB_P(0);
@@ -358,9 +357,8 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 		if (inserted && specs[i].available_at <= now)
 			due_queues = AddWakeQueue(due_queues, specs[i].queue);
 	}
-	wake = WakeableQueues(fcinfo, due_queues);
+	WakeQueuesThatWantIt(fcinfo, due_queues);
 	SPI_finish();
-	WakeQueues(wake);
 
 	return Int8ArrayResult(ids, count);
 }
@@ -472,7 +470,6 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	int64	   *done = palloc(sizeof(int64) * Max(count, 1));
 	int			done_count = 0;
 	List	   *due_queues = NIL;
-	List	   *wake;
 
 	if (!PG_ARGISNULL(2))
 	{
@@ -492,9 +489,8 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 		if (due_queue != NULL)
 			due_queues = AddWakeQueue(due_queues, due_queue);
 	}
-	wake = WakeableQueues(fcinfo, due_queues);
+	WakeQueuesThatWantIt(fcinfo, due_queues);
 	SPI_finish();
-	WakeQueues(wake);
 
 	return Int8ArrayResult(done, done_count);
 }

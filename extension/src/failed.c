@@ -104,7 +104,6 @@ RetryFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 	Datum		args[3];
 	QueuePlanId plan;
 	int64		moved;
-	List	   *wake = NIL;
 
 	args[0] = all_rows ? Int64GetDatum(0) : PG_GETARG_DATUM(0);
 	args[1] = Int32GetDatum(max_attempts);
@@ -131,10 +130,9 @@ RetryFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 
 			queues = AddWakeQueue(queues, queue);
 		}
-		wake = WakeableQueues(fcinfo, queues);
+		WakeQueuesThatWantIt(fcinfo, queues);
 	}
 	SPI_finish();
-	WakeQueues(wake);
 
 	PG_RETURN_INT64(moved);
 }

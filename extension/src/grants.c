@@ -35,13 +35,13 @@ typedef enum QueueTier
 /* Pushing and looking at the backlog. */
 static const char *const producer_functions[] = {
 	"queue_push", "queue_push_many", "queue_pending", "queue_stats",
-	"queue_failed_count", "queue_list", NULL
+	"queue_failed_count", "queue_list", "queue_cron_next", NULL
 };
 
 /* Claiming and finishing jobs. */
 static const char *const worker_functions[] = {
 	"queue_reserve", "queue_delete", "queue_delete_many", "queue_release",
-	"queue_release_many", "queue_fail", "queue_fail_many", "queue_extend", NULL
+	"queue_release_many", "queue_fail", "queue_fail_many", "queue_extend", "queue_tick", NULL
 };
 
 static const char *const owner_functions[] = {

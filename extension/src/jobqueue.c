@@ -7,6 +7,9 @@
  */
 #include "jobqueue.h"
 
+#include "miscadmin.h"
+#include "utils/guc.h"
+
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
@@ -16,4 +19,7 @@ void
 _PG_init(void)
 {
 	JobqueueDefineSettings();
+	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
+	/* after every jobqueue.* setting exists: a typo in the prefix now warns */
+	MarkGUCPrefixReserved("jobqueue");
 }

@@ -89,6 +89,13 @@ typedef enum QueuePlanId
 	PLAN_SET_DEFAULT_LEASE,
 	PLAN_SET_NOTIFY,
 	PLAN_LIST,
+	/* 1.2 */
+	PLAN_SCHEDULE_LOCK,
+	PLAN_SCHEDULE_UPSERT,
+	PLAN_SCHEDULE_REMOVE,
+	PLAN_SCHEDULE_LIST,
+	PLAN_SCHEDULE_DUE,
+	PLAN_SCHEDULE_ADVANCE,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
@@ -140,13 +147,15 @@ extern int64 InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz 
 					   bool schema_1_1, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 
+/* ticker.c: the background ticker, with shared_preload_libraries */
+extern void JobqueueDefineTicker(bool preloading);
+
 /* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name */
 #define JQ_NOTIFY_CHANNEL "jobqueue"
 extern void WakeQueue(text *queue);
 extern bool QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue);
 extern List *AddWakeQueue(List *queues, text *queue);
-extern List *WakeableQueues(FunctionCallInfo fcinfo, List *queues);
-extern void WakeQueues(List *queues);
+extern void WakeQueuesThatWantIt(FunctionCallInfo fcinfo, List *queues);
 
 /* complete.c: finishing one claimed job, shared with the batch calls */
 extern bool MoveClaimedToFailed(FunctionCallInfo fcinfo, int64 id, int64 token,

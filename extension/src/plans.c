@@ -416,6 +416,50 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		" ORDER BY coalesce(c.queue, s.queue) COLLATE \"C\"",
 		1, {TIMESTAMPTZOID}
 	},
+
+	/* ---- 1.2: recurring schedules ---- */
+
+	[PLAN_SCHEDULE_LOCK] = {
+		"SELECT last_window FROM @S@.queue_schedules WHERE name = $1 FOR UPDATE",
+		1, {TEXTOID}
+	},
+	[PLAN_SCHEDULE_UPSERT] = {
+		"INSERT INTO @S@.queue_schedules AS s"
+		" (name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled,"
+		"  catch_up, next_due, created_at, updated_at)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)"
+		" ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, job_name = excluded.job_name,"
+		"  payload = excluded.payload, queue = excluded.queue, priority = excluded.priority,"
+		"  max_attempts = excluded.max_attempts, time_zone = excluded.time_zone,"
+		"  enabled = excluded.enabled, catch_up = excluded.catch_up,"
+		"  next_due = excluded.next_due, updated_at = excluded.updated_at",
+		12, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID, INT4OID, TEXTOID, BOOLOID,
+			BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+	[PLAN_SCHEDULE_REMOVE] = {
+		"DELETE FROM @S@.queue_schedules WHERE name = $1",
+		1, {TEXTOID}
+	},
+	[PLAN_SCHEDULE_LIST] = {
+		"SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled,"
+		"  catch_up, next_due, last_window, last_job_id"
+		" FROM @S@.queue_schedules ORDER BY name COLLATE \"C\"",
+		0, {0}
+	},
+	/* Due schedules, locked: a concurrent tick skips them instead of waiting. */
+	[PLAN_SCHEDULE_DUE] = {
+		"SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone,"
+		"  catch_up, next_due"
+		" FROM @S@.queue_schedules WHERE enabled AND next_due <= $1"
+		" ORDER BY next_due LIMIT 100 FOR UPDATE SKIP LOCKED",
+		1, {TIMESTAMPTZOID}
+	},
+	[PLAN_SCHEDULE_ADVANCE] = {
+		"UPDATE @S@.queue_schedules"
+		" SET next_due = $2, last_window = $3, last_job_id = $4, updated_at = $5"
+		" WHERE name = $1",
+		5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}
+	},
 };
 
 static Oid	cached_schema = InvalidOid;

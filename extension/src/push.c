@@ -115,7 +115,10 @@ InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 	return 0;					/* not reached */
 }
 
-/* A deadline must leave the job some time to run. */
+/*
+ * A deadline must leave the job some time to run.  (timestamptz_to_str
+ * returns a static buffer: each result is copied before the next call.)
+ */
 void
 CheckDeadline(TimestampTz deadline, TimestampTz available_at)
 {
@@ -124,7 +127,8 @@ CheckDeadline(TimestampTz deadline, TimestampTz available_at)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"deadline\" must be later than the time the job becomes due"),
 				 errdetail("The job would expire before it could run: deadline %s, due %s.",
-						   timestamptz_to_str(deadline), timestamptz_to_str(available_at))));
+						   pstrdup(timestamptz_to_str(deadline)),
+						   pstrdup(timestamptz_to_str(available_at)))));
 }
 
 /* Reads and checks queue_push's arguments (the deadline only from 1.1 on). */

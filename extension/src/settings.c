@@ -47,7 +47,7 @@ AssignClockOffset(const char *newval, void *extra)
 	clock_offset = *(Interval *) extra;
 }
 
-/* Called once from _PG_init. */
+/* Called once from _PG_init; _PG_init reserves the prefix after all are defined. */
 void
 JobqueueDefineSettings(void)
 {
@@ -72,8 +72,6 @@ JobqueueDefineSettings(void)
 							PGC_SUSET,
 							GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
-
-	MarkGUCPrefixReserved("jobqueue");
 }
 
 /* base + span, with PostgreSQL's own calendar arithmetic and range checks. */

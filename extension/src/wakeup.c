@@ -57,24 +57,17 @@ AddWakeQueue(List *queues, text *queue)
 	return lappend(queues, queue);
 }
 
-/* Wake the queues in the list whose settings want wake-ups (in SPI). */
-List *
-WakeableQueues(FunctionCallInfo fcinfo, List *queues)
+/*
+ * Wake each queue of the list whose settings want wake-ups.  Called between
+ * SPI_connect and SPI_finish: the list and its names may live in SPI's
+ * memory, and the NOTIFY is queued (copied) at once, to be sent at commit.
+ */
+void
+WakeQueuesThatWantIt(FunctionCallInfo fcinfo, List *queues)
 {
-	List	   *wake = NIL;
 	ListCell   *cell;
 
 	foreach(cell, queues)
 		if (QueueWantsWakeups(fcinfo, (text *) lfirst(cell)))
-			wake = lappend(wake, lfirst(cell));
-	return wake;
-}
-
-void
-WakeQueues(List *queues)
-{
-	ListCell   *cell;
-
-	foreach(cell, queues)
-		WakeQueue((text *) lfirst(cell));
+			WakeQueue((text *) lfirst(cell));
 }

@@ -100,6 +100,14 @@ public:
     void set_default_lease(const std::string& queue, std::optional<std::chrono::milliseconds> lease);
     void set_notify(const std::string& queue, bool enabled);
 
+    // ---- recurring schedules (extension 1.2)
+    // Create or replace; returns the next due window.
+    TimePoint schedule_set(const Schedule& schedule);
+    bool schedule_remove(const std::string& name);
+    [[nodiscard]] std::vector<Schedule> schedules();
+    // Enqueue the jobs of every due window (exactly once across callers).
+    std::vector<Tick> tick();
+
     // ---- wake-ups
     // LISTENs on the wake-up channel (once), then waits up to timeout for a
     // notification. Returns the queue named by the first one, or nothing on

@@ -89,6 +89,30 @@ struct FailedJob {
     TimePoint created_at;
 };
 
+// A recurring schedule (queue_schedule_set / queue_schedule_list).
+struct Schedule {
+    std::string name;
+    std::string cron;  // "*/5 9-17 * * mon-fri", "@daily", "@every 10 minutes"
+    std::string job_name;
+    nlohmann::json payload = nlohmann::json::object();
+    std::string queue = "default";
+    int priority = 0;
+    int max_attempts = 3;
+    std::string time_zone = "UTC";
+    bool enabled = true;
+    bool catch_up = false;  // enqueue every missed window, not only the latest
+    // Read back by schedules():
+    std::optional<TimePoint> next_due;
+    std::optional<TimePoint> last_window;
+};
+
+// One job enqueued by queue_tick().
+struct Tick {
+    std::string schedule;
+    TimePoint due_at;
+    std::int64_t job_id = 0;
+};
+
 // A (job id, token) pair for the batch completion calls.
 struct Claim {
     std::int64_t id = 0;
@@ -106,6 +130,7 @@ void to_json(nlohmann::json& out, const Job& job);
 void to_json(nlohmann::json& out, const QueueStats& stats);
 void to_json(nlohmann::json& out, const QueueInfo& info);
 void to_json(nlohmann::json& out, const FailedJob& job);
+void to_json(nlohmann::json& out, const Schedule& schedule);
 
 // The object queue_push_many takes for one job (only fields that differ from
 // queue_push's defaults are written).

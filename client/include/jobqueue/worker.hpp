@@ -4,7 +4,8 @@
 // batches sized to the idle handler threads, waiting on NOTIFY wake-ups
 // with a polling fallback; N handler threads run the jobs, each with its
 // own connection; a heartbeat thread extends the lease of any job still
-// running at half its lease. Lost connections are re-opened with backoff;
+// running at half its lease and, every tick_interval, calls queue_tick()
+// for recurring schedules. Lost connections are re-opened with backoff;
 // completions are fenced by the claim's token, so repeating one after a
 // lost answer can neither lose nor double-complete a job.
 #pragma once
@@ -87,6 +88,9 @@ struct WorkerOptions {
     std::chrono::milliseconds grace_period{std::chrono::seconds(10)};
     // Largest claim batch; 0 means the number of threads.
     int max_batch = 0;
+    // How often to call queue_tick() so recurring schedules enqueue their
+    // jobs (0: never; the database's own ticker or pg_cron may do it).
+    std::chrono::milliseconds tick_interval{std::chrono::seconds(5)};
     // Longest pause between reconnection attempts.
     std::chrono::milliseconds max_reconnect_delay{std::chrono::seconds(5)};
     // Stored as reserved_by; "" means "<host>:<pid>".
@@ -144,6 +148,7 @@ private:
     void dispatcher_loop();
     void handler_loop();
     void heartbeat_loop();
+    void tick_schedules(Client& client, std::chrono::steady_clock::time_point& next_tick);
     void run_job(Client& client, const Job& job, JobContext& context);
     void record(Client& client, const Job& job, const Outcome& outcome);
     void release_unstarted(Client& client);

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""The benchmark's markdown report (used by bench/run.sh).
+
+    report.py RAW_TSV [VERSIONS_TXT]     the tables, from run.sh's raw.tsv
+    report.py --explain FILE             one line summing up an auto_explain probe
+
+raw.tsv has one "key<TAB>value" line per measured run; a figure is the
+median of its runs.
+"""
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+
+# ---------------------------------------------------------------- explain
+def explain_summary(path):
+    """Summarise the nested plans auto_explain printed for one queue_reserve."""
+    text = open(path, encoding="utf-8", errors="replace").read()
+    blocks = re.split(r"NOTICE:\s+duration: ", text)[1:]
+    parts = []
+    total = None
+    for block in blocks:
+        m = re.match(r"([0-9.]+) ms", block)
+        ms = float(m.group(1)) if m else 0.0
+        qm = re.search(r"Query Text: (.*)", block)
+        query = qm.group(1) if qm else ""
+        if "queue_reserve(" in query:
+            total = ms
+            continue
+        if query.startswith("SELECT id, attempts"):
+            name = "promote"
+        elif query.startswith("SELECT id FROM"):
+            name = "candidates"
+        elif query.startswith("UPDATE"):
+            name = "claim-update"
+        else:
+            name = query.split()[0].lower() if query else "?"
+        scans = []
+        for sm in re.finditer(r"(Seq Scan on \w+|Index Scan using \w+|Index Only Scan using \w+|"
+                              r"Bitmap Index Scan on \w+|Bitmap Heap Scan on \w+)", block):
+            if sm.group(1) not in scans:
+                scans.append(sm.group(1))
+        scans = [s for s in scans if "queue_settings" not in s]
+        bm = re.search(r"Buffers: shared hit=(\d+)(?: read=(\d+))?", block)
+        buf = ""
+        if bm:
+            buf = f", {int(bm.group(1)) + int(bm.group(2) or 0)} buffers"
+        rr = re.findall(r"Rows Removed by Filter: (\d+)", block)
+        removed = f", {max(map(int, rr))} rows filtered out" if rr else ""
+        parts.append(f"{name} {ms:.2f} ms ({'; '.join(scans) or 'no scan'}{buf}{removed})")
+    if not blocks:
+        return "no plan captured"
+    head = f"claim {total:.2f} ms: " if total is not None else ""
+    return head + "; ".join(parts)
+
+
+# ---------------------------------------------------------------- report
+def load(path):
+    runs = defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            key, _, value = line.partition("\t")
+            runs[key].append(value)
+    return runs
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+class Figures:
+    def __init__(self, runs):
+        self.runs = runs
+
+    def values(self, key):
+        return [x for x in (num(v) for v in self.runs.get(key, [])) if x is not None]
+
+    def med(self, key):
+        vals = self.values(key)
+        return statistics.median(vals) if vals else None
+
+    def text(self, key, default=""):
+        vals = self.runs.get(key)
+        return vals[-1] if vals else default
+
+    def kv(self, key):
+        """key=value pairs of a latency line (median over runs per field)."""
+        out = defaultdict(list)
+        for line in self.runs.get(key, []):
+            for part in line.split():
+                k, _, v = part.partition("=")
+                out[k].append(v)
+        return out
+
+
+def fmt(x, unit=""):
+    if x is None:
+        return "n/a"
+    if unit == "bytes":
+        return f"{x / 1048576:.1f} MiB"
+    if unit == "ms":
+        return f"{x:.3f} ms" if x < 10 else f"{x:.1f} ms"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.2f}"
+
+
+def spread(f, key, unit=""):
+    vals = f.values(key)
+    if len(vals) <= 1:
+        return ""
+    return f" ({fmt(min(vals), unit)}–{fmt(max(vals), unit)})"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def main(raw, versions=None):
+    f = Figures(load(raw))
+    quick = f.text("meta.mode") == "quick"
+    out = []
+    w = out.append
+
+    w(f"# jobqueue benchmark ({'--quick' if quick else 'full'} run)")
+    w("")
+    if versions:
+        try:
+            for line in open(versions, encoding="utf-8"):
+                if line.strip():
+                    w(f"- {line.strip()}")
+        except OSError:
+            pass
+    reps = f.text("meta.reps")
+    w(f"- figures are medians of {reps} run(s) of {f.text('meta.secs')} s (timed runs) "
+      f"with the spread (min–max) in brackets; {f.text('meta.nproc')} CPUs; "
+      f"load average {f.text('meta.load_start')} at start, {f.text('meta.load_end')} at end; "
+      f"whole run {f.text('meta.total_secs')} s")
+    w("- settings: shared_buffers=512MB, max_connections=50, fsync=on, synchronous_commit=off, "
+      "wal_buffers=16MB, max_wal_size=4GB, checkpoint_timeout=30min, jit=off, autovacuum default; "
+      "pgbench -n -M prepared, one thread per client")
+    if quick:
+        w(f"- **--quick**: one run per figure; deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
+          f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000)")
+    times = [(k[len("time."):], f.text(k)) for k in f.runs if k.startswith("time.") and k != "time.end"]
+    if times:
+        w("- time per part (s): " + ", ".join(f"{k} {v}" for k, v in times))
+    w("")
+
+    lat = f.kv("latency.notify")
+    lat_p50 = statistics.median(map(float, lat["p50_ms"])) if lat.get("p50_ms") else None
+    lat_p99 = statistics.median(map(float, lat["p99_ms"])) if lat.get("p99_ms") else None
+
+    # ------------------------------------------------ goals
+    goals = [
+        ("push, 8 clients, wake-ups on (default) vs floor INSERT", "push.notify.c8", "push.floor.c8", ">=", 0.9),
+        ("push, 8 clients, wake-ups off vs floor INSERT", "push.quiet.c8", "push.floor.c8", ">=", 0.9),
+        ("batch push (100/call), 8 clients vs floor batched INSERT", "push.batch.c8", "push.batch_floor.c8", ">=", 0.8),
+        ("batch push (100/call), 1 client vs floor batched INSERT", "push.batch.c1", "push.batch_floor.c1", ">=", 0.8),
+        ("drain one job/claim, 8 workers vs floor UPDATE+DELETE", "drain1.ours.w8", "drain1.floor.w8", ">=", 0.85),
+        ("drain one job/claim, 8 workers vs plain-sql", "drain1.ours.w8", "drain1.plain.w8", ">=", 1.25),
+        ("batched drain, 8 workers vs our one-job drain, 8 workers", "drainb.ours.w8", "drain1.ours.w8", ">=", 8),
+        ("batched drain, 8 workers vs PgQ consumer", "drainb.ours.w8", "drainb.pgq.c1", ">=", 0.3),
+        ("depth: claim+complete at deep backlog vs shallow (time)", "depth.deep", "depth.shallow", "<=", 1.2),
+        ("churn: size after round 2 vs round 1", "churn.round2.total_bytes", "churn.round1.total_bytes", "<=", 1.1),
+        ("held snapshot: batched drain vs the same without it", "held.held", "held.clean", ">=", 0.9),
+    ]
+    w("## Goals")
+    w("")
+    w("| goal | measured | reference | ratio | target | |")
+    w("|---|---:|---:|---:|---:|---|")
+    units = {"depth.deep": "ms", "depth.shallow": "ms",
+             "churn.round2.total_bytes": "bytes", "churn.round1.total_bytes": "bytes"}
+    for label, a, b, op, target in goals:
+        va, vb = f.med(a), f.med(b)
+        r = ratio(va, vb)
+        ok = None if r is None else (r >= target if op == ">=" else r <= target)
+        mark = "n/a" if ok is None else ("met" if ok else "**missed**")
+        w(f"| {label} | {fmt(va, units.get(a, ''))} | {fmt(vb, units.get(b, ''))} | "
+          f"{'n/a' if r is None else f'{r:.2f}×'} | {op} {target}× | {mark} |")
+    for label, v, target in (("latency with wake-ups, p50", lat_p50, 2.0),
+                             ("latency with wake-ups, p99", lat_p99, 10.0)):
+        ok = None if v is None else v < target
+        mark = "n/a" if ok is None else ("met" if ok else "**missed**")
+        w(f"| {label} | {fmt(v, 'ms')} | | | < {target:g} ms | {mark} |")
+    w("")
+
+    # ------------------------------------------------ all figures
+    w("## Figures")
+    w("")
+    w("Throughput in jobs (rows, events) per second unless marked; ratio = figure / the reference named.")
+    w("")
+    w("| scenario | system | clients | figure | ratio |")
+    w("|---|---|---:|---:|---|")
+
+    def row(scen, system, clients, key, ref=None, ref_name="", unit=""):
+        v = f.med(key)
+        r = ratio(v, f.med(ref)) if ref else None
+        rtext = f"{r:.2f}× {ref_name}" if r is not None else ("reference" if ref is None and ref_name == "ref" else "")
+        w(f"| {scen} | {system} | {clients} | {fmt(v, unit)}{spread(f, key, unit)} | {rtext} |")
+
+    for c in (1, 8):
+        row("1 push", "SELECT 1 (transactions/s)", c, f"push.select1.c{c}")
+        row("1 push", "floor INSERT", c, f"push.floor.c{c}", None, "ref")
+        row("1 push", "queue_push, wake-ups on", c, f"push.notify.c{c}", f"push.floor.c{c}", "floor")
+        row("1 push", "queue_push, wake-ups off", c, f"push.quiet.c{c}", f"push.floor.c{c}", "floor")
+    for c in (1, 8):
+        row("1 push", "floor batched INSERT of 100", c, f"push.batch_floor.c{c}", None, "ref")
+        row("1 push", "queue_push_many of 100", c, f"push.batch.c{c}", f"push.batch_floor.c{c}", "floor batch")
+    if f.values("push.sync_floor.c8"):
+        row("1 push, synchronous_commit=on", "floor INSERT", 8, "push.sync_floor.c8", None, "ref")
+        row("1 push, synchronous_commit=on", "queue_push, wake-ups on", 8, "push.sync_notify.c8",
+            "push.sync_floor.c8", "floor")
+        row("1 push, synchronous_commit=on", "queue_push, wake-ups off", 8, "push.sync_quiet.c8",
+            "push.sync_floor.c8", "floor")
+    for wk in (2, 8):
+        row("2 drain 1/claim", "floor UPDATE+DELETE", wk, f"drain1.floor.w{wk}", None, "ref")
+        row("2 drain 1/claim", "plain-sql SKIP LOCKED", wk, f"drain1.plain.w{wk}", f"drain1.floor.w{wk}", "floor")
+        row("2 drain 1/claim", "jobqueue reserve+delete", wk, f"drain1.ours.w{wk}", f"drain1.floor.w{wk}", "floor")
+        r = ratio(f.med(f"drain1.ours.w{wk}"), f.med(f"drain1.plain.w{wk}"))
+        if r is not None:
+            w(f"| | | | | {r:.2f}× plain-sql |")
+    row("3 drain batched", "PgQ consumer (batches of 100)", 1, "drainb.pgq.c1", None, "ref")
+    for wk in (2, 8):
+        row("3 drain batched", "jobqueue reserve 100 + delete_many", wk, f"drainb.ours.w{wk}",
+            f"drain1.ours.w{wk}", "our one-job drain")
+        r = ratio(f.med(f"drainb.ours.w{wk}"), f.med("drainb.pgq.c1"))
+        if r is not None:
+            w(f"| | | | | {r:.2f}× PgQ |")
+    deep_rows = f.med("depth.deep_rows")
+    row("4 depth", "claim+complete, 10,000 ready (ms)", 1, "depth.shallow", None, "ref", "ms")
+    row("4 depth", f"claim+complete, {fmt(deep_rows)} rows (ms)", 1, "depth.deep", "depth.shallow", "shallow", "ms")
+    for rnd in (1, 2):
+        row("5 churn", f"round {rnd}: queue_jobs total size", "", f"churn.round{rnd}.total_bytes",
+            "churn.round1.total_bytes" if rnd == 2 else None, "round 1" if rnd == 2 else "ref", "bytes")
+        w(f"| | heap {fmt(f.med(f'churn.round{rnd}.heap_bytes'), 'bytes')}, "
+          f"claim index {fmt(f.med(f'churn.round{rnd}.claim_idx_bytes'), 'bytes')}, "
+          f"n_dead_tup {fmt(f.med(f'churn.round{rnd}.dead_tup'))}, "
+          f"autovacuums so far {fmt(f.med(f'churn.round{rnd}.autovacuums'))}, "
+          f"round took {fmt(f.med(f'churn.round{rnd}.secs'))} s, jobs left {fmt(f.med(f'churn.round{rnd}.left'))} | | | |")
+    row("6 held snapshot", "batched drain, clean", 8, "held.clean", None, "ref")
+    row("6 held snapshot", "batched drain, snapshot held", 8, "held.held", "held.clean", "clean")
+    for kind in ("clean", "held"):
+        w(f"| | n_dead_tup after ({kind}) | | {fmt(f.med(f'held.{kind}.dead_tup'))} | "
+          f"claim index {fmt(f.med(f'held.{kind}.claim_idx_bytes'), 'bytes')} |")
+    for mode, label in (("notify", "NOTIFY wake-ups"), ("poll", "polling every 100 ms"),
+                        ("shmem", "shared-memory wait in queue_reserve")):
+        kv = f.kv(f"latency.{mode}")
+        if kv.get("status"):
+            w(f"| 7 latency | {label} | 1 | {kv['status'][-1]} (slot reserved) | |")
+            continue
+        if not kv.get("p50_ms"):
+            w(f"| 7 latency | {label} | 1 | n/a | |")
+            continue
+        p50 = statistics.median(map(float, kv["p50_ms"]))
+        p99 = statistics.median(map(float, kv["p99_ms"]))
+        mx = max(map(float, kv["max_ms"]))
+        extra = ""
+        if kv.get("p50_from_send_ms"):
+            extra = (f"; from the push call: p50 {float(kv['p50_from_send_ms'][-1]):.3f} ms, "
+                     f"p99 {float(kv['p99_from_send_ms'][-1]):.3f} ms")
+        w(f"| 7 latency | {label} | 1 | p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {mx:.1f} ms | "
+          f"handled {kv['handled'][-1]}/{kv['jobs'][-1]}{extra} |")
+    w("")
+
+    # ------------------------------------------------ plans
+    probes = sorted(k for k in f.runs if k.startswith("explain."))
+    if probes:
+        w("## The claim's plans (auto_explain of one queue_reserve, 6th call in a session)")
+        w("")
+        for k in probes:
+            w(f"- **{k[len('explain.'):]}**: {f.text(k)}")
+        w("")
+    extra = f.med("depth.fill_secs")
+    if extra is not None:
+        w(f"Deep backlog built in {extra:.0f} s ({fmt(deep_rows)} rows).")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--explain":
+        print(explain_summary(sys.argv[2]))
+    elif len(sys.argv) >= 2:
+        print(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))
+    else:
+        print(__doc__)
+        sys.exit(2)

@@ -1,0 +1,445 @@
+#!/usr/bin/env bash
+# The jobqueue benchmark: one command, its own throwaway cluster.
+#
+#   bash bench/run.sh [--quick]
+#
+# Installs what it needs (PgQ from apt, the extension via make install, the
+# latency program via CMake), starts a PostgreSQL 15 cluster with the fixed
+# settings below, runs every scenario against jobqueue and the references
+# (floor, plain-sql, PgQ), stops the cluster, and prints a markdown table:
+# each figure, its ratio to the reference measured in the same run, and the
+# goal met/missed.  Raw pgbench logs, EXPLAIN probes and the table are kept
+# in bench/results/<time>/.  See bench/README.md.
+#
+#   --quick   one run per figure of 1 s instead of the median of 3 runs of
+#             4 s, a 200,000-job deep backlog instead of 1,000,000, a
+#             50,000-job churn instead of 200,000 (< 2 minutes).
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$BENCH/.." && pwd)
+
+MODE=full
+for arg in "$@"; do
+    case $arg in
+        --quick) MODE=quick ;;
+        -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
+    esac
+done
+
+# ------------------------------------------------------------- parameters
+if [[ $MODE == quick ]]; then
+    SECS=1            # pgbench -T of each timed run
+    REPS=1            # runs per figure (median of REPS)
+    DEEP_READY=200000 # ready jobs of the deep backlog
+    CHURN_JOBS=50000
+    BATCH_CALLS=400   # claim calls of 100 in a batched drain (of 100,000)
+else
+    SECS=4
+    REPS=3
+    DEEP_READY=1000000
+    CHURN_JOBS=200000
+    BATCH_CALLS=800
+fi
+BACKLOG=100000        # drain scenarios start from this many jobs
+SHALLOW=10000         # depth: the shallow backlog
+DEEP_DELAYED=100000   # depth: delayed jobs, higher priority than the ready ones
+DEEP_HELD=10000       # depth: held (claimed, 1 h lease) jobs at the head
+SHALLOW_CLAIMS=1000   # depth: claims per run at the shallow backlog (-t)
+LAT_JOBS=1000
+LAT_RATE=500
+LAT_POLL_MS=100
+
+# Server settings: the same for every system measured (see README.md).
+BENCH_PGCONF="shared_buffers = 512MB
+max_connections = 50
+fsync = on
+synchronous_commit = off
+wal_buffers = 16MB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+jit = off
+autovacuum = on"
+
+STAMP=$(date +%Y%m%d-%H%M%S)
+OUT=$BENCH/results/$STAMP-$MODE
+mkdir -p "$OUT/pgbench"
+RAW=$OUT/raw.tsv
+: > "$RAW"
+T_START=$(date +%s)
+
+log() { printf '[%4ds] %s\n' $(( $(date +%s) - T_START )) "$*" >&2; }
+# mark NAME: the time since the previous mark goes to raw.tsv as time.<previous>
+PHASE=setup
+PHASE_T0=$T_START
+mark() {
+    local now
+    now=$(date +%s)
+    rec "time.$PHASE" $(( now - PHASE_T0 ))
+    PHASE=$1
+    PHASE_T0=$now
+}
+
+# ------------------------------------------------------------- install
+need_pkgs=()
+dpkg -s postgresql-15-pgq3 >/dev/null 2>&1 || need_pkgs+=(postgresql-15-pgq3)
+command -v cmake >/dev/null || need_pkgs+=(cmake)
+command -v g++ >/dev/null || need_pkgs+=(g++)
+command -v python3 >/dev/null || need_pkgs+=(python3)
+dpkg -s libpq-dev >/dev/null 2>&1 || need_pkgs+=(libpq-dev)
+dpkg -s nlohmann-json3-dev >/dev/null 2>&1 || need_pkgs+=(nlohmann-json3-dev)
+dpkg -s postgresql-server-dev-15 >/dev/null 2>&1 || need_pkgs+=(postgresql-server-dev-15)
+dpkg -s postgresql-15 >/dev/null 2>&1 || need_pkgs+=(postgresql-15)
+if (( ${#need_pkgs[@]} )); then
+    log "installing ${need_pkgs[*]}"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+log "building and installing the extension (make install)"
+make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >"$OUT/make.log" 2>&1 \
+    && make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >>"$OUT/make.log" 2>&1 \
+    || { cat "$OUT/make.log" >&2; exit 1; }
+
+log "building bench/latency.cpp (CMake, against jobqueue::client)"
+{ cmake -S "$BENCH" -B "$BENCH/build" -DCMAKE_BUILD_TYPE=Release \
+    && cmake --build "$BENCH/build" --target jq_latency -j 2; } >"$OUT/cmake.log" 2>&1 \
+    || { tail -40 "$OUT/cmake.log" >&2; exit 1; }
+LATENCY_BIN=$BENCH/build/jq_latency
+
+# ------------------------------------------------------------- cluster
+HOLDER_PID=
+cleanup() {
+    local rc=$?
+    if [[ -n $HOLDER_PID ]]; then kill "$HOLDER_PID" 2>/dev/null || true; fi
+    jq_cluster_stop
+    exit $rc
+}
+# shellcheck source=../scripts/cluster.sh
+source "$ROOT/scripts/cluster.sh"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+JQ_PGPORT=${JQ_PGPORT:-55551} JQ_PGCONF=$BENCH_PGCONF jq_cluster_start >"$OUT/cluster.log"
+set -euo pipefail   # cluster.sh sets these too; keep them explicit
+export PGDATABASE=bench
+createdb bench
+psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH/sql/setup.sql" >"$OUT/setup.log"
+
+q() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
+qq() { psql -X -q -At -v ON_ERROR_STOP=1 "$@" >/dev/null; }
+rec() { printf '%s\t%s\n' "$1" "$2" >> "$RAW"; }
+
+q "SELECT 'extension jobqueue ' || extversion FROM pg_extension WHERE extname = 'jobqueue'
+   UNION ALL SELECT 'extension pgq ' || extversion FROM pg_extension WHERE extname = 'pgq'
+   UNION ALL SELECT version()" > "$OUT/versions.txt"
+rec meta.mode "$MODE"
+rec meta.secs "$SECS"
+rec meta.reps "$REPS"
+rec meta.deep_ready "$DEEP_READY"
+rec meta.churn_jobs "$CHURN_JOBS"
+rec meta.batch_calls "$BATCH_CALLS"
+rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
+rec meta.load_start "$(cut -d' ' -f1 /proc/loadavg)"
+rec meta.nproc "$(nproc)"
+
+# 100 jobs as the JSON a client sends to queue_push_many; the floor's
+# batched INSERT takes the same text and inserts its 100 elements.
+JOBS100=$(python3 -c 'import json; print(json.dumps([{"name": "job", "payload": {"n": 1}}] * 100, separators=(",", ":")))')
+
+# pgb NAME CLIENTS PGBENCH_ARGS...: run pgbench (prepared statements, one
+# thread per client), keep its log, set PGB_TPS PGB_LAT (ms) PGB_N and
+# PGB_SECS (time of the processed transactions, without connection time).
+pgb() {
+    local name=$1 clients=$2
+    shift 2
+    local logf=$OUT/pgbench/$name.log
+    if ! pgbench -n -M prepared -c "$clients" -j "$clients" "$@" >"$logf" 2>&1; then
+        echo "pgbench failed ($name):" >&2
+        tail -20 "$logf" >&2
+        return 1
+    fi
+    PGB_TPS=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$logf")
+    PGB_LAT=$(sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p' "$logf")
+    PGB_N=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$logf")
+    PGB_SECS=$(python3 -c "print($PGB_N / $PGB_TPS if $PGB_TPS > 0 else 0)")
+}
+
+# Same starting point for every timed run: the tables' garbage vacuumed,
+# statistics fresh, and (full run) dirty pages written so that no checkpoint
+# falls inside a timed run.  --quick skips the CHECKPOINT: its WAL stays far
+# below max_wal_size, so no checkpoint runs at all.
+settle() {
+    qq -c "VACUUM ANALYZE queue_jobs, floor_jobs, plain_jobs"
+    if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
+}
+
+count() { q "SELECT count(*) FROM $1"; }
+
+# The plans of one claim as the workers run it: six claims in a rolled-back
+# transaction, the sixth under auto_explain (by then the statements inside
+# queue_reserve run on the plans a long-lived worker uses).
+explain_claim() {
+    local tag=$1 max_jobs=${2:-1}
+    psql -X -q -v ON_ERROR_STOP=1 >"$OUT/explain-$tag.txt" 2>&1 <<EOF || true
+LOAD 'auto_explain';
+SET auto_explain.log_nested_statements = on;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_buffers = on;
+SET auto_explain.log_level = notice;
+SET client_min_messages = notice;
+BEGIN;
+SET LOCAL auto_explain.log_min_duration = -1;
+SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
+SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
+SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
+SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
+SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
+SET LOCAL auto_explain.log_min_duration = 0;
+SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
+ROLLBACK;
+EOF
+    # one line: how the promote step (first statement) scanned, and its time
+    python3 "$BENCH/report.py" --explain "$OUT/explain-$tag.txt" > "$OUT/explain-$tag.summary" || true
+    rec "explain.$tag" "$(cat "$OUT/explain-$tag.summary")"
+}
+
+fill_queue() {   # n [priority] [delay]
+    qq -c "SELECT bench_fill_queue($1, ${2:-0}, '${3:-0}')"
+}
+
+# Warm-up: WAL segments created, catalogs cached, before anything is timed.
+log "warm-up"
+qq -c "SELECT bench_fill_queue(20000)" -c "SELECT bench_fill_plain(20000)" -c "SELECT bench_fill_floor(20000)"
+pgbench -n -M prepared -c 2 -j 2 -T 1 -f "$BENCH/scripts/drain_one.sql" >/dev/null 2>&1 || true
+qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+settle
+
+# ============================================================= 1. push
+# Single pushes: one job (one row) per transaction, 1 and 8 clients.
+mark push
+log "1. push (SELECT 1, floor INSERT, queue_push with wake-ups on/off, batches of 100)"
+push_run() {   # key clients script [extra pgbench args]
+    local key=$1 clients=$2 script=$3
+    shift 3
+    qq -c "TRUNCATE queue_jobs, floor_jobs"
+    settle
+    pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
+}
+for rep in $(seq 1 "$REPS"); do
+    for c in 1 8; do
+        push_run "push.select1.c$c" "$c" select1.sql
+        rec "push.select1.c$c" "$PGB_TPS"
+        push_run "push.floor.c$c" "$c" floor_insert.sql
+        rec "push.floor.c$c" "$PGB_TPS"
+        qq -c "SELECT queue_set_notify('default', true)"
+        push_run "push.notify.c$c" "$c" push.sql
+        rec "push.notify.c$c" "$PGB_TPS"
+        qq -c "SELECT queue_set_notify('default', false)"
+        push_run "push.quiet.c$c" "$c" push.sql
+        rec "push.quiet.c$c" "$PGB_TPS"
+        qq -c "SELECT queue_set_notify('default', true)"
+        # batches of 100: rows per second = calls per second * 100
+        push_run "push.batch_floor.c$c" "$c" floor_insert_many.sql -D "jobs=$JOBS100"
+        rec "push.batch_floor.c$c" "$(python3 -c "print($PGB_TPS * 100)")"
+        push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
+        rec "push.batch.c$c" "$(python3 -c "print($PGB_TPS * 100)")"
+    done
+    if [[ $MODE == full && $rep == 1 ]]; then
+        # Extra (full run, one run each): the same 8-client pushes with synchronous_commit = on (each
+        # commit waits for its WAL flush): here NOTIFY's commit serialization
+        # (one notifying commit at a time) meets the disk's fsync time.
+        export PGOPTIONS='-c synchronous_commit=on'
+        push_run "push.sync_floor.c8" 8 floor_insert.sql
+        rec "push.sync_floor.c8" "$PGB_TPS"
+        qq -c "SELECT queue_set_notify('default', true)"
+        push_run "push.sync_notify.c8" 8 push.sql
+        rec "push.sync_notify.c8" "$PGB_TPS"
+        qq -c "SELECT queue_set_notify('default', false)"
+        push_run "push.sync_quiet.c8" 8 push.sql
+        rec "push.sync_quiet.c8" "$PGB_TPS"
+        qq -c "SELECT queue_set_notify('default', true)"
+        unset PGOPTIONS
+    fi
+done
+qq -c "TRUNCATE queue_jobs, floor_jobs"
+
+# ============================================================= 2. drain, one job per claim
+# A backlog of 100,000; N workers each claim one job and complete it, in
+# two transactions (claim commits, then the completion commits), for SECS.
+mark drain1
+log "2. drain one job per claim (ours, floor UPDATE+DELETE, plain-sql), backlog $BACKLOG"
+drain_prepare() {   # system
+    qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+    case $1 in
+        ours) fill_queue "$BACKLOG" ;;
+        floor) qq -c "SELECT bench_fill_floor($BACKLOG)" \
+                  -c "SELECT setval('floor_claim_seq', (SELECT min(id) FROM floor_jobs), false)" ;;
+        plain) qq -c "SELECT bench_fill_plain($BACKLOG)" ;;
+    esac
+    settle
+}
+table_of() { case $1 in ours) echo queue_jobs ;; floor) echo floor_jobs ;; plain) echo plain_jobs ;; esac; }
+script_of() { case $1 in ours) echo drain_one.sql ;; floor) echo floor_drain.sql ;; plain) echo plain_drain.sql ;; esac; }
+for rep in $(seq 1 "$REPS"); do
+    for w in 2 8; do
+        for sys in ours floor plain; do
+            drain_prepare "$sys"
+            before=$(count "$(table_of $sys)")
+            pgb "drain1.$sys.w$w.r$rep" "$w" -T "$SECS" -f "$BENCH/scripts/$(script_of $sys)"
+            after=$(count "$(table_of $sys)")
+            rec "drain1.$sys.w$w" "$(python3 -c "print(($before - $after) / $PGB_SECS)")"
+            if [[ $sys == ours && $rep == 1 ]]; then explain_claim "drain1-w$w-after"; fi
+        done
+    done
+done
+
+# ============================================================= 3. drain, batched
+# Claim 100 per call, complete them in one call; BATCH_CALLS calls in all
+# (x100 jobs) from a backlog of 100,000.  PgQ: one consumer reads the same
+# number of events in batches of 100 (ticks every 100 events); PgQ has no
+# shared consumption, so it is one consumer.
+mark drainb
+log "3. batched drain (ours 2 and 8 workers, PgQ one consumer)"
+for rep in $(seq 1 "$REPS"); do
+    for w in 2 8; do
+        drain_prepare ours
+        before=$(count queue_jobs)
+        pgb "drainb.ours.w$w.r$rep" "$w" -t $(( BATCH_CALLS / w )) -f "$BENCH/scripts/drain_batch.sql"
+        after=$(count queue_jobs)
+        rec "drainb.ours.w$w" "$(python3 -c "print(($before - $after) / $PGB_SECS)")"
+        if [[ $rep == 1 ]]; then explain_claim "drainb-w$w-after" 100; fi
+    done
+    qq -c "TRUNCATE queue_jobs"
+    qq -c "SELECT pgq.unregister_consumer('bench', 'bench_consumer')" -c "SELECT pgq.drop_queue('bench')" \
+       -c "SELECT pgq.create_queue('bench')" \
+       -c "SELECT pgq.set_queue_config('bench', 'ticker_max_count', '1')" \
+       -c "SELECT pgq.register_consumer('bench', 'bench_consumer')" \
+       -c "CALL bench_pgq_fill($(( BATCH_CALLS * 100 )), 100)" -c "CHECKPOINT"
+    pgb "drainb.pgq.c1.r$rep" 1 -t "$BATCH_CALLS" -f "$BENCH/scripts/pgq_consume.sql"
+    left=$(q "SELECT coalesce(pending_events, 0) FROM pgq.get_consumer_info('bench', 'bench_consumer')")
+    rec "drainb.pgq.c1" "$(python3 -c "print(($BATCH_CALLS * 100 - $left) / $PGB_SECS)")"
+done
+
+# ============================================================= 4. depth
+# One worker's claim+complete (pgbench's average transaction time) at a
+# shallow backlog of 10,000 ready jobs, and at a deep one: DEEP_READY ready
+# jobs, 100,000 delayed jobs of higher priority (due in an hour) and
+# 10,000 held jobs of the highest priority (claimed with a 1-hour lease).
+mark depth
+log "4. depth: shallow $SHALLOW vs deep $DEEP_READY + $DEEP_DELAYED delayed + $DEEP_HELD held"
+for rep in $(seq 1 "$REPS"); do
+    qq -c "TRUNCATE queue_jobs"
+    fill_queue "$SHALLOW"
+    settle
+    pgb "depth.shallow.r$rep" 1 -t "$SHALLOW_CLAIMS" -f "$BENCH/scripts/drain_one.sql"
+    rec depth.shallow "$PGB_LAT"
+done
+explain_claim depth-shallow
+qq -c "TRUNCATE queue_jobs"
+t0=$(date +%s)
+fill_queue "$DEEP_HELD" 10
+qq -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $DEEP_HELD)"
+fill_queue "$DEEP_DELAYED" 5 '1 hour'
+fill_queue "$DEEP_READY" 0
+settle
+rec depth.fill_secs "$(( $(date +%s) - t0 ))"
+rec depth.deep_rows "$(count queue_jobs)"
+for rep in $(seq 1 "$REPS"); do
+    pgb "depth.deep.r$rep" 1 -T "$SECS" -f "$BENCH/scripts/drain_one.sql"
+    rec depth.deep "$PGB_LAT"
+done
+explain_claim depth-deep
+qq -c "TRUNCATE queue_jobs"
+
+# ============================================================= 5. churn
+# Push CHURN_JOBS (batches of 100, 2 clients), then drain them all (claims
+# of 100, 2 workers); twice, autovacuum as configured (default).  Size of
+# queue_jobs with its indexes after each round.
+mark churn
+log "5. churn: $CHURN_JOBS jobs pushed and drained, twice"
+qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
+for round in 1 2; do
+    t0=$(date +%s.%N)
+    pgb "churn.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
+    pgb "churn.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
+    rec "churn.round$round.secs" "$(python3 -c "print($(date +%s.%N) - $t0)")"
+    rec "churn.round$round.left" "$(count queue_jobs)"
+    sleep 1   # let the backends' statistics reach pg_stat_user_tables
+    rec "churn.round$round.total_bytes" "$(q "SELECT pg_total_relation_size('queue_jobs')")"
+    rec "churn.round$round.heap_bytes" "$(q "SELECT pg_relation_size('queue_jobs')")"
+    rec "churn.round$round.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+    rec "churn.round$round.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+    rec "churn.round$round.autovacuums" "$(q "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+done
+
+# ============================================================= 6. held snapshot
+# The batched drain (8 workers) while another session holds a REPEATABLE
+# READ transaction that has read queue_jobs, against the same drain without.
+mark held
+log "6. held snapshot: batched drain with and without an open REPEATABLE READ transaction"
+held_run() {   # clean|held
+    local kind=$1
+    drain_prepare ours
+    if [[ $kind == held ]]; then
+        psql -X -q -v ON_ERROR_STOP=1 >/dev/null 2>&1 <<'EOF' &
+SET application_name = 'bench_holder';
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM queue_jobs;
+SELECT pg_sleep(3600);
+COMMIT;
+EOF
+        HOLDER_PID=$!
+        for _ in $(seq 1 100); do
+            [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder'
+                     AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") == 1 ]] && break
+            sleep 0.1
+        done
+    fi
+    before=$(count queue_jobs)
+    pgb "held.$kind.r$rep" 8 -t $(( BATCH_CALLS / 8 )) -f "$BENCH/scripts/drain_batch.sql"
+    after=$(count queue_jobs)
+    rec "held.$kind" "$(python3 -c "print(($before - $after) / $PGB_SECS)")"
+    if [[ $rep == 1 ]]; then explain_claim "held-$kind-after" 100; fi
+    sleep 1
+    rec "held.$kind.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+    rec "held.$kind.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+    if [[ $kind == held ]]; then
+        qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'"
+        wait "$HOLDER_PID" 2>/dev/null || true
+        HOLDER_PID=
+    fi
+}
+for rep in $(seq 1 "$REPS"); do
+    held_run clean
+    held_run held
+done
+qq -c "TRUNCATE queue_jobs"
+
+# ============================================================= 7. latency
+mark latency
+log "7. latency: one worker, $LAT_JOBS jobs at $LAT_RATE/s (NOTIFY, polling every $LAT_POLL_MS ms)"
+settle
+for mode in notify poll shmem; do
+    set +e
+    line=$("$LATENCY_BIN" --mode "$mode" --jobs "$LAT_JOBS" --rate "$LAT_RATE" --poll-ms "$LAT_POLL_MS" 2>"$OUT/latency-$mode.err")
+    rc=$?
+    set -e
+    echo "$line" > "$OUT/latency-$mode.txt"
+    if [[ $rc -ne 0 && $rc -ne 3 ]]; then
+        echo "jq_latency --mode $mode failed (rc $rc):" >&2
+        cat "$OUT/latency-$mode.err" >&2
+    fi
+    rec "latency.$mode" "$line"
+done
+
+mark end
+rec meta.load_end "$(cut -d' ' -f1 /proc/loadavg)"
+rec meta.total_secs "$(( $(date +%s) - T_START ))"
+printf '%s\n' "$BENCH_PGCONF" > "$OUT/postgresql.conf.bench"
+
+jq_cluster_stop
+trap - EXIT
+log "done in $(( $(date +%s) - T_START )) s; results in ${OUT#"$ROOT"/}"
+python3 "$BENCH/report.py" "$RAW" "$OUT/versions.txt" | tee "$OUT/results.md"

@@ -1,0 +1,1 @@
+INSERT INTO floor_jobs (payload) VALUES ('{"n": 1}');

@@ -1,0 +1,1 @@
+SELECT queue_push('job', '{"n": 1}');

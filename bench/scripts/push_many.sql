@@ -1,0 +1,1 @@
+SELECT cardinality(queue_push_many(:jobs));

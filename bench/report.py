@@ -7,6 +7,8 @@
 raw.tsv has one "key<TAB>value" line per measured run; a figure is the
 median of its runs.
 """
+import glob
+import os
 import re
 import statistics
 import sys
@@ -273,12 +275,14 @@ def main(raw, versions=None):
     w("")
 
     # ------------------------------------------------ plans
-    probes = sorted(k for k in f.runs if k.startswith("explain."))
+    probes = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(raw)), "explain-*.txt")),
+                    key=os.path.getmtime)
     if probes:
         w("## The claim's plans (auto_explain of one queue_reserve, 6th call in a session)")
         w("")
-        for k in probes:
-            w(f"- **{k[len('explain.'):]}**: {f.text(k)}")
+        for p in probes:
+            tag = os.path.basename(p)[len("explain-"):-len(".txt")]
+            w(f"- **{tag}**: {explain_summary(p)}")
         w("")
     extra = f.med("depth.fill_secs")
     if extra is not None:

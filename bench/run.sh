@@ -130,6 +130,8 @@ psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH/sql/setup.sql" >"$OUT/setup.log"
 q() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 qq() { psql -X -q -At -v ON_ERROR_STOP=1 "$@" >/dev/null; }
 rec() { printf '%s\t%s\n' "$1" "$2" >> "$RAW"; }
+# calc EXPR: floating-point arithmetic (awk; python3 starts too slowly here)
+calc() { awk "BEGIN { printf \"%.6f\n\", $1 }"; }
 
 q "SELECT 'extension jobqueue ' || extversion FROM pg_extension WHERE extname = 'jobqueue'
    UNION ALL SELECT 'extension pgq ' || extversion FROM pg_extension WHERE extname = 'pgq'
@@ -146,7 +148,8 @@ rec meta.nproc "$(nproc)"
 
 # 100 jobs as the JSON a client sends to queue_push_many; the floor's
 # batched INSERT takes the same text and inserts its 100 elements.
-JOBS100=$(python3 -c 'import json; print(json.dumps([{"name": "job", "payload": {"n": 1}}] * 100, separators=(",", ":")))')
+JOBS100=$(printf '{"name":"job","payload":{"n":1}},%.0s' $(seq 1 100))
+JOBS100="[${JOBS100%,}]"
 
 # pgb NAME CLIENTS PGBENCH_ARGS...: run pgbench (prepared statements, one
 # thread per client), keep its log, set PGB_TPS PGB_LAT (ms) PGB_N and
@@ -163,7 +166,7 @@ pgb() {
     PGB_TPS=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$logf")
     PGB_LAT=$(sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p' "$logf")
     PGB_N=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$logf")
-    PGB_SECS=$(python3 -c "print($PGB_N / $PGB_TPS if $PGB_TPS > 0 else 0)")
+    PGB_SECS=$(calc "$PGB_TPS > 0 ? $PGB_N / $PGB_TPS : 0")
 }
 
 # Same starting point for every timed run: the tables' garbage vacuumed,
@@ -179,7 +182,8 @@ count() { q "SELECT count(*) FROM $1"; }
 
 # The plans of one claim as the workers run it: six claims in a rolled-back
 # transaction, the sixth under auto_explain (by then the statements inside
-# queue_reserve run on the plans a long-lived worker uses).
+# queue_reserve run on the plans a long-lived worker uses); kept in
+# explain-TAG.txt.
 explain_claim() {
     local tag=$1 max_jobs=${2:-1}
     psql -X -q -v ON_ERROR_STOP=1 >"$OUT/explain-$tag.txt" 2>&1 <<EOF || true
@@ -200,9 +204,7 @@ SET LOCAL auto_explain.log_min_duration = 0;
 SELECT count(*) FROM queue_reserve('{default}', NULL, 'probe', $max_jobs);
 ROLLBACK;
 EOF
-    # one line: how the promote step (first statement) scanned, and its time
-    python3 "$BENCH/report.py" --explain "$OUT/explain-$tag.txt" > "$OUT/explain-$tag.summary" || true
-    rec "explain.$tag" "$(cat "$OUT/explain-$tag.summary")"
+    # report.py sums each probe up in one line (scan types, time, buffers)
 }
 
 fill_queue() {   # n [priority] [delay]
@@ -242,9 +244,9 @@ for rep in $(seq 1 "$REPS"); do
         qq -c "SELECT queue_set_notify('default', true)"
         # batches of 100: rows per second = calls per second * 100
         push_run "push.batch_floor.c$c" "$c" floor_insert_many.sql -D "jobs=$JOBS100"
-        rec "push.batch_floor.c$c" "$(python3 -c "print($PGB_TPS * 100)")"
+        rec "push.batch_floor.c$c" "$(calc "$PGB_TPS * 100")"
         push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
-        rec "push.batch.c$c" "$(python3 -c "print($PGB_TPS * 100)")"
+        rec "push.batch.c$c" "$(calc "$PGB_TPS * 100")"
     done
     if [[ $MODE == full && $rep == 1 ]]; then
         # Extra (full run, one run each): the same 8-client pushes with synchronous_commit = on (each
@@ -289,7 +291,7 @@ for rep in $(seq 1 "$REPS"); do
             before=$(count "$(table_of $sys)")
             pgb "drain1.$sys.w$w.r$rep" "$w" -T "$SECS" -f "$BENCH/scripts/$(script_of $sys)"
             after=$(count "$(table_of $sys)")
-            rec "drain1.$sys.w$w" "$(python3 -c "print(($before - $after) / $PGB_SECS)")"
+            rec "drain1.$sys.w$w" "$(calc "($before - $after) / $PGB_SECS")"
             if [[ $sys == ours && $rep == 1 ]]; then explain_claim "drain1-w$w-after"; fi
         done
     done
@@ -308,7 +310,7 @@ for rep in $(seq 1 "$REPS"); do
         before=$(count queue_jobs)
         pgb "drainb.ours.w$w.r$rep" "$w" -t $(( BATCH_CALLS / w )) -f "$BENCH/scripts/drain_batch.sql"
         after=$(count queue_jobs)
-        rec "drainb.ours.w$w" "$(python3 -c "print(($before - $after) / $PGB_SECS)")"
+        rec "drainb.ours.w$w" "$(calc "($before - $after) / $PGB_SECS")"
         if [[ $rep == 1 ]]; then explain_claim "drainb-w$w-after" 100; fi
     done
     qq -c "TRUNCATE queue_jobs"
@@ -319,7 +321,7 @@ for rep in $(seq 1 "$REPS"); do
        -c "CALL bench_pgq_fill($(( BATCH_CALLS * 100 )), 100)" -c "CHECKPOINT"
     pgb "drainb.pgq.c1.r$rep" 1 -t "$BATCH_CALLS" -f "$BENCH/scripts/pgq_consume.sql"
     left=$(q "SELECT coalesce(pending_events, 0) FROM pgq.get_consumer_info('bench', 'bench_consumer')")
-    rec "drainb.pgq.c1" "$(python3 -c "print(($BATCH_CALLS * 100 - $left) / $PGB_SECS)")"
+    rec "drainb.pgq.c1" "$(calc "($BATCH_CALLS * 100 - $left) / $PGB_SECS")"
 done
 
 # ============================================================= 4. depth
@@ -364,7 +366,7 @@ for round in 1 2; do
     t0=$(date +%s.%N)
     pgb "churn.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
     pgb "churn.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
-    rec "churn.round$round.secs" "$(python3 -c "print($(date +%s.%N) - $t0)")"
+    rec "churn.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
     rec "churn.round$round.left" "$(count queue_jobs)"
     sleep 1   # let the backends' statistics reach pg_stat_user_tables
     rec "churn.round$round.total_bytes" "$(q "SELECT pg_total_relation_size('queue_jobs')")"
@@ -400,7 +402,7 @@ EOF
     before=$(count queue_jobs)
     pgb "held.$kind.r$rep" 8 -t $(( BATCH_CALLS / 8 )) -f "$BENCH/scripts/drain_batch.sql"
     after=$(count queue_jobs)
-    rec "held.$kind" "$(python3 -c "print(($before - $after) / $PGB_SECS)")"
+    rec "held.$kind" "$(calc "($before - $after) / $PGB_SECS")"
     if [[ $rep == 1 ]]; then explain_claim "held-$kind-after" 100; fi
     sleep 1
     rec "held.$kind.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"

@@ -64,6 +64,12 @@ suite_client() {
     cmake --build build/client -j 2
     JQ_RESTART_COMMAND="bash $PWD/scripts/restart-cluster.sh" \
         ctest --test-dir build/client --output-on-failure
+    # what a new user does: install, then find_package(jobqueue) from a project of their own
+    rm -rf build/install build/consumer
+    cmake --install build/client --prefix "$PWD/build/install" > /dev/null
+    cmake -S tests/client/consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" > /dev/null
+    cmake --build build/consumer > /dev/null
+    build/consumer/consumer
 }
 
 # The jobqueue command-line tool (built by the client suite), with bats.

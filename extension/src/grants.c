@@ -165,9 +165,9 @@ ApplyTier(FunctionCallInfo fcinfo, const char *role, QueueTier tier, bool grant)
 	SPI_finish();
 }
 
-/* queue_grant(role, tier) */
-Datum
-jobqueue_grant(PG_FUNCTION_ARGS)
+/* queue_grant / queue_revoke: check the caller, the role and the tier, then apply. */
+static Datum
+GrantOrRevoke(FunctionCallInfo fcinfo, bool grant)
 {
 	char	   *role;
 	QueueTier	tier;
@@ -175,20 +175,20 @@ jobqueue_grant(PG_FUNCTION_ARGS)
 	RequireOwner();
 	role = ArgRole(fcinfo, 0);
 	tier = ArgTier(fcinfo, 1);
-	ApplyTier(fcinfo, role, tier, true);
+	ApplyTier(fcinfo, role, tier, grant);
 	PG_RETURN_VOID();
+}
+
+/* queue_grant(role, tier) */
+Datum
+jobqueue_grant(PG_FUNCTION_ARGS)
+{
+	return GrantOrRevoke(fcinfo, true);
 }
 
 /* queue_revoke(role, tier) */
 Datum
 jobqueue_revoke(PG_FUNCTION_ARGS)
 {
-	char	   *role;
-	QueueTier	tier;
-
-	RequireOwner();
-	role = ArgRole(fcinfo, 0);
-	tier = ArgTier(fcinfo, 1);
-	ApplyTier(fcinfo, role, tier, false);
-	PG_RETURN_VOID();
+	return GrantOrRevoke(fcinfo, false);
 }

@@ -19,9 +19,7 @@ bats_require_minimum_version 1.5.0
 
 # ---------------------------------------------------------------- helpers
 
-cli() { "$JOBQUEUE_BIN" "$@"; }
-
-sql() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1"; }
+load common
 
 # Jobs of a queue (queue_jobs rows).
 count() { sql "select count(*) from queue_jobs where queue = '$1'"; }
@@ -52,38 +50,6 @@ make_failed() {
     echo "${result%$'\n'*}"
 }
 
-# Checks JSON with a Python expression: d is the parsed JSON, a the extra
-# arguments.   jcheck JSON EXPRESSION [ARGS...]
-jcheck() {
-    "$PYTHON" -c '
-import json, sys
-d = json.loads(sys.argv[1])
-a = sys.argv[3:]
-if not eval("(" + sys.argv[2] + ")"):
-    sys.exit("jcheck failed: %s\n  on: %s\n  args: %s" % (sys.argv[2], sys.argv[1], a))
-' "$@"
-}
-
-# After `run --separate-stderr`: a failure prints nothing on stdout and
-# exactly one line on stderr, "jobqueue: error: ...", containing $1 if given.
-assert_error_line() {
-    if [ -n "$output" ]; then
-        echo "expected no stdout, got: $output" >&2
-        return 1
-    fi
-    if [ "${#stderr_lines[@]}" -ne 1 ]; then
-        echo "expected one line on stderr, got ${#stderr_lines[@]}: $stderr" >&2
-        return 1
-    fi
-    if [[ "$stderr" != "jobqueue: error: "* ]]; then
-        echo "stderr does not start with 'jobqueue: error: ': $stderr" >&2
-        return 1
-    fi
-    if [ -n "${1:-}" ] && [[ "$stderr" != *"$1"* ]]; then
-        echo "stderr does not contain '$1': $stderr" >&2
-        return 1
-    fi
-}
 
 # What a failing command must not change: the jobs of $Q (count and ids),
 # every job, every failed row.

@@ -29,7 +29,8 @@ OBJS = \
 	extension/src/admin.o \
 	extension/src/cron.o \
 	extension/src/schedules.o \
-	extension/src/ticker.o
+	extension/src/ticker.o \
+	extension/src/waiting.o
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 
@@ -49,6 +50,7 @@ REGRESS = \
 	errors_1_1 \
 	privileges_1_1 \
 	schedules \
+	waiting \
 	upgrade \
 	upgrade_1_2
 REGRESS_OPTS = --load-extension=jobqueue

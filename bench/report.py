@@ -48,8 +48,15 @@ def explain_summary(path):
         buf = ""
         if bm:
             buf = f", {int(bm.group(1)) + int(bm.group(2) or 0)} buffers"
-        rr = re.findall(r"Rows Removed by Filter: (\d+)", block)
-        removed = f", {max(map(int, rr))} rows filtered out" if rr else ""
+        # rows filtered out by a scan of queue_jobs (not of queue_settings)
+        rr, on_jobs = [], False
+        for line in block.splitlines():
+            if "Scan" in line and " on " in line or "Scan using" in line:
+                on_jobs = "queue_settings" not in line
+            m2 = re.search(r"Rows Removed by Filter: (\d+)", line)
+            if m2 and on_jobs:
+                rr.append(int(m2.group(1)))
+        removed = f", {max(rr)} rows filtered out" if rr else ""
         parts.append(f"{name} {ms:.2f} ms ({'; '.join(scans) or 'no scan'}{buf}{removed})")
     if not blocks:
         return "no plan captured"
@@ -151,7 +158,8 @@ def main(raw, versions=None):
       "wal_buffers=16MB, max_wal_size=4GB, checkpoint_timeout=30min, jit=off, autovacuum default; "
       "pgbench -n -M prepared, one thread per client")
     if quick:
-        w(f"- **--quick**: one run per figure; deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
+        w(f"- **--quick**: one run per figure; drain backlogs of {int(num(f.text('meta.backlog')) or 0):,} jobs "
+          f"(not 100,000); deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
           f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000)")
     times = [(k[len("time."):], f.text(k)) for k in f.runs if k.startswith("time.") and k != "time.end"]
     if times:
@@ -252,8 +260,9 @@ def main(raw, versions=None):
     row("6 held snapshot", "batched drain, clean", 8, "held.clean", None, "ref")
     row("6 held snapshot", "batched drain, snapshot held", 8, "held.held", "held.clean", "clean")
     for kind in ("clean", "held"):
-        w(f"| | n_dead_tup after ({kind}) | | {fmt(f.med(f'held.{kind}.dead_tup'))} | "
-          f"claim index {fmt(f.med(f'held.{kind}.claim_idx_bytes'), 'bytes')} |")
+        w(f"| | after the drain ({kind}): n_dead_tup | | {fmt(f.med(f'held.{kind}.dead_tup'))} | "
+          f"claim index {fmt(f.med(f'held.{kind}.claim_idx_bytes'), 'bytes')}; a VACUUM then found "
+          f"{fmt(f.med(f'held.{kind}.not_removable'))} dead rows not yet removable |")
     for mode, label in (("notify", "NOTIFY wake-ups"), ("poll", "polling every 100 ms"),
                         ("shmem", "shared-memory wait in queue_reserve")):
         kv = f.kv(f"latency.{mode}")

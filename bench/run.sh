@@ -12,8 +12,10 @@
 # in bench/results/<time>/.  See bench/README.md.
 #
 #   --quick   one run per figure of 1 s instead of the median of 3 runs of
-#             4 s, a 200,000-job deep backlog instead of 1,000,000, a
-#             50,000-job churn instead of 200,000 (< 2 minutes).
+#             3 s; backlogs of 30,000 instead of 100,000 for the drains,
+#             200,000 ready jobs instead of 1,000,000 for the deep case,
+#             30,000 jobs per churn round instead of 200,000 (< 2 minutes
+#             on an idle machine).
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,16 +35,17 @@ if [[ $MODE == quick ]]; then
     SECS=1            # pgbench -T of each timed run
     REPS=1            # runs per figure (median of REPS)
     DEEP_READY=200000 # ready jobs of the deep backlog
-    CHURN_JOBS=50000
-    BATCH_CALLS=400   # claim calls of 100 in a batched drain (of 100,000)
+    CHURN_JOBS=30000
+    BACKLOG=30000     # drain scenarios start from this many jobs
+    BATCH_CALLS=200   # claim calls of 100 in a batched drain
 else
-    SECS=4
+    SECS=3
     REPS=3
     DEEP_READY=1000000
     CHURN_JOBS=200000
+    BACKLOG=100000
     BATCH_CALLS=800
 fi
-BACKLOG=100000        # drain scenarios start from this many jobs
 SHALLOW=10000         # depth: the shallow backlog
 DEEP_DELAYED=100000   # depth: delayed jobs, higher priority than the ready ones
 DEEP_HELD=10000       # depth: held (claimed, 1 h lease) jobs at the head
@@ -131,7 +134,7 @@ q() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 qq() { psql -X -q -At -v ON_ERROR_STOP=1 "$@" >/dev/null; }
 rec() { printf '%s\t%s\n' "$1" "$2" >> "$RAW"; }
 # calc EXPR: floating-point arithmetic (awk; python3 starts too slowly here)
-calc() { awk "BEGIN { printf \"%.6f\n\", $1 }"; }
+calc() { awk "BEGIN { printf \"%.6f\n\", ($1) }"; }
 
 q "SELECT 'extension jobqueue ' || extversion FROM pg_extension WHERE extname = 'jobqueue'
    UNION ALL SELECT 'extension pgq ' || extversion FROM pg_extension WHERE extname = 'pgq'
@@ -142,6 +145,7 @@ rec meta.reps "$REPS"
 rec meta.deep_ready "$DEEP_READY"
 rec meta.churn_jobs "$CHURN_JOBS"
 rec meta.batch_calls "$BATCH_CALLS"
+rec meta.backlog "$BACKLOG"
 rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
 rec meta.load_start "$(cut -d' ' -f1 /proc/loadavg)"
 rec meta.nproc "$(nproc)"
@@ -207,8 +211,19 @@ EOF
     # report.py sums each probe up in one line (scan types, time, buffers)
 }
 
+# n jobs through queue_push_many; large fills in two sessions at once (one
+# per CPU), each in calls of 10,000.
 fill_queue() {   # n [priority] [delay]
-    qq -c "SELECT bench_fill_queue($1, ${2:-0}, '${3:-0}')"
+    local n=$1 half
+    if (( n < 20000 )); then
+        qq -c "SELECT bench_fill_queue($n, ${2:-0}, '${3:-0}')"
+        return
+    fi
+    half=$(( n / 2 ))
+    qq -c "SELECT bench_fill_queue($half, ${2:-0}, '${3:-0}')" &
+    local pid=$!
+    qq -c "SELECT bench_fill_queue($(( n - half )), ${2:-0}, '${3:-0}')"
+    wait "$pid"
 }
 
 # Warm-up: WAL segments created, catalogs cached, before anything is timed.
@@ -226,7 +241,7 @@ push_run() {   # key clients script [extra pgbench args]
     local key=$1 clients=$2 script=$3
     shift 3
     qq -c "TRUNCATE queue_jobs, floor_jobs"
-    settle
+    if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
     pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
 }
 for rep in $(seq 1 "$REPS"); do
@@ -407,6 +422,10 @@ EOF
     sleep 1
     rec "held.$kind.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
     rec "held.$kind.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+    # with the snapshot still held: what a VACUUM now can not remove
+    psql -X -q -c "VACUUM (VERBOSE) queue_jobs" >"$OUT/held-$kind-vacuum.r$rep.txt" 2>&1 || true
+    rec "held.$kind.not_removable" "$(sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' \
+        "$OUT/held-$kind-vacuum.r$rep.txt" | head -1)"
     if [[ $kind == held ]]; then
         qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'"
         wait "$HOLDER_PID" 2>/dev/null || true

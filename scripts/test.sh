@@ -78,7 +78,18 @@ suite_cli() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bats tests/cli
 }
 
-SUITES=(packaging regress client cli)
+# Robustness: the bad-input battery, dump and restore, a hostile search_path.
+suite_battery() { bash tests/battery/run.sh; }
+suite_dump() { bash tests/dump/run.sh; }
+suite_search_path() { bash tests/search_path/run.sh; }
+
+# Chaos: workers killed at random and the server restarted under load
+# (3,000 jobs; 100,000 with --long).
+suite_chaos() {
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bash tests/stress/chaos.sh
+}
+
+SUITES=(packaging regress client cli battery dump search_path chaos)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.
@@ -118,7 +129,9 @@ make -s clean PG_CONFIG="$PG_CONFIG"
 make PG_CFLAGS="$WERROR_CFLAGS" PG_CONFIG="$PG_CONFIG"
 make install PG_CONFIG="$PG_CONFIG"
 
-jq_cluster_start
+# Preloaded, as production should run it: the shared-memory wake-ups of
+# queue_reserve's wait are then in play (the ticker stays off).
+JQ_PRELOAD=jobqueue jq_cluster_start
 
 phase="suites"
 for s in "${SUITES[@]}"; do

@@ -55,6 +55,14 @@ std::string server_message(const PGresult* r, PGconn* conn) {
     return out;
 }
 
+// Whether a failed call lost the connection. An error with no SQLSTATE came
+// from libpq, not the server: the connection is gone even when libpq has not
+// noticed yet (the first call after a server restart fails that way); 08xxx
+// and 57P0x (the server shutting down) say so themselves.
+bool connection_lost(const char* state) {
+    return state == nullptr || std::strncmp(state, "57P", 3) == 0 || std::strncmp(state, "08", 2) == 0;
+}
+
 // A time column is sent as microseconds since the epoch, exactly.
 std::string micros(const std::string& column) {
     return "(extract(epoch from " + column + ") * 1000000)::int8";
@@ -94,7 +102,7 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 Client::~Client() = default;
 
-bool Client::healthy() const { return conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK; }
+bool Client::healthy() const { return conn_ != nullptr && !broken_ && PQstatus(conn_) == CONNECTION_OK; }
 
 void Client::reconnect() {
     if (!owned_) throw ConnectionError("jobqueue: a borrowed connection cannot be reconnected");
@@ -102,6 +110,7 @@ void Client::reconnect() {
     conn_ = owned_->conn.get();
     prepared_.clear();
     listening_ = false;
+    broken_ = false;
 }
 
 std::string Client::fn(const char* name) const {
@@ -134,9 +143,11 @@ Client::Result Client::call(const char* statement, const std::string& sql,
     if (!prepared_.count(statement)) {
         pg::ResultPtr r(PQprepare(conn_, statement, sql.c_str(), static_cast<int>(params.size()), nullptr));
         if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-            if (PQstatus(conn_) != CONNECTION_OK)
-                throw ConnectionError("jobqueue: connection lost: " + trimmed(PQerrorMessage(conn_)), "08006");
             const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+            if (connection_lost(state)) {
+                broken_ = true;
+                throw ConnectionError("jobqueue: connection lost: " + trimmed(PQerrorMessage(conn_)), "08006");
+            }
             throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
         }
         prepared_.insert(statement);
@@ -151,8 +162,8 @@ Client::Result Client::call(const char* statement, const std::string& sql,
     if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Result(std::move(r));
 
     const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
-    if (PQstatus(conn_) != CONNECTION_OK && (state == nullptr || std::strncmp(state, "57P", 3) == 0 ||
-                                             std::strncmp(state, "08", 2) == 0)) {
+    if (connection_lost(state)) {
+        broken_ = true;
         std::string message = "jobqueue: connection lost during " + std::string(statement) + ": " +
                               trimmed(PQerrorMessage(conn_));
         if (writes && autocommit) throw InDoubtError(message, "08007");
@@ -167,7 +178,8 @@ void Client::execute(const std::string& sql) {
     ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;
     const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
-    if (PQstatus(conn_) != CONNECTION_OK) {
+    if (connection_lost(state)) {
+        broken_ = true;
         std::string message = "jobqueue: connection lost during \"" + sql + "\": " + trimmed(PQerrorMessage(conn_));
         bool committing = strncasecmp(sql.c_str(), "COMMIT", 6) == 0 || strncasecmp(sql.c_str(), "END", 3) == 0;
         if (committing) throw InDoubtError(message, "08007");
@@ -199,15 +211,17 @@ std::vector<std::int64_t> Client::push_many(const std::vector<NewJob>& jobs) {
 // ---------------------------------------------------------------- working
 
 std::vector<Job> Client::reserve(const ReserveOptions& o) {
-    auto r = call("jobqueue_reserve",
-                  "SELECT id, queue, name, payload, attempts, max_attempts, priority, token, " +
-                      micros("reserved_until") + ", " + micros("created_at") + ", coalesce(last_error, ''), " +
-                      micros("deadline") + " FROM " + fn("queue_reserve") +
-                      "($1::text[], $2::interval, $3, $4::int4)",
-                  {pg::array_text(o.queues),
-                   o.lease ? std::optional<std::string>(pg::interval_text(*o.lease)) : std::nullopt, o.worker,
-                   std::to_string(o.max_jobs)},
-                  true);
+    const std::string columns = "SELECT id, queue, name, payload, attempts, max_attempts, priority, token, " +
+                                micros("reserved_until") + ", " + micros("created_at") +
+                                ", coalesce(last_error, ''), " + micros("deadline") + " FROM " + fn("queue_reserve");
+    std::vector<std::optional<std::string>> params = {
+        pg::array_text(o.queues), o.lease ? std::optional<std::string>(pg::interval_text(*o.lease)) : std::nullopt,
+        o.worker, std::to_string(o.max_jobs)};
+    // the wait argument exists from extension 1.2 on: only sent when asked for
+    if (o.wait) params.push_back(pg::interval_text(*o.wait));
+    auto r = o.wait ? call("jobqueue_reserve_wait", columns + "($1::text[], $2::interval, $3, $4::int4, $5::interval)",
+                           params, true)
+                    : call("jobqueue_reserve", columns + "($1::text[], $2::interval, $3, $4::int4)", params, true);
     std::vector<Job> jobs;
     jobs.reserve(r.rows());
     for (int i = 0; i < r.rows(); ++i) {
@@ -231,7 +245,7 @@ std::vector<Job> Client::reserve(const ReserveOptions& o) {
 
 std::optional<Job> Client::reserve_one(const std::vector<std::string>& queues,
                                        std::optional<std::chrono::milliseconds> lease, const std::string& worker) {
-    auto jobs = reserve(ReserveOptions{queues, lease, worker, 1});
+    auto jobs = reserve(ReserveOptions{queues, lease, worker, 1, std::nullopt});
     if (jobs.empty()) return std::nullopt;
     return std::move(jobs.front());
 }

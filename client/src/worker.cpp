@@ -171,10 +171,17 @@ void Worker::dispatcher_loop() {
         if (free_slots <= 0) continue;
 
         std::vector<Job> jobs;
-        ReserveOptions claim{options_.queues, options_.lease, options_.name, std::min(free_slots, options_.max_batch)};
+        ReserveOptions claim{options_.queues, options_.lease, options_.name, std::min(free_slots, options_.max_batch),
+                             std::nullopt};
+        // waiting in the server: short slices, so that a stop is noticed soon
+        if (options_.wait_in_server) claim.wait = std::min(options_.poll_interval, std::chrono::milliseconds(500));
         try {
             if (!with_reconnect(*client, [&] { jobs = client->reserve(claim); }, stopping_)) break;
         } catch (const Error& e) {
+            if (options_.wait_in_server && e.sqlstate() == "42883") {
+                options_.wait_in_server = false;  // the extension predates 1.2: LISTEN / poll instead
+                continue;
+            }
             // e.g. the role lacks the worker tier: say so, and try again later
             report_error("claim", e);
             wait_for_wakeup(*client);
@@ -187,7 +194,7 @@ void Worker::dispatcher_loop() {
             changed_.notify_all();
             continue;
         }
-        wait_for_wakeup(*client);
+        if (!options_.wait_in_server) wait_for_wakeup(*client);
     }
     release_unstarted(*client);
 }

@@ -1,5 +1,5 @@
 /*
- * jobqueue 1.1 -> 1.2: recurring schedules.
+ * jobqueue 1.1 -> 1.2: recurring schedules, and queue_reserve's wait.
  *
  * A schedule enqueues one job per due window of its cron expression,
  * exactly once however many sessions call queue_tick() at the same time:
@@ -8,6 +8,17 @@
  * schedule to its next window, all in one transaction.
  */
 \echo Use "ALTER EXTENSION jobqueue UPDATE TO '1.2'" to load this file. \quit
+
+/*
+ * queue_jobs churns: every job is inserted, updated and deleted.  Vacuum it
+ * after a few thousand dead rows rather than a fifth of the table, so the
+ * claim index does not carry a long dead head between vacuums.
+ */
+ALTER TABLE @extschema@.queue_jobs SET (
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_threshold = 2000,
+    autovacuum_vacuum_insert_scale_factor = 0.05,
+    autovacuum_vacuum_cost_delay = 0);
 
 CREATE TABLE @extschema@.queue_schedules (
     name          text        PRIMARY KEY,
@@ -91,7 +102,28 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.queue_cron_next(text, timestamptz, text, integer) IS
     'the next count times of a cron expression after a time (NULL: now), in a time zone';
 
+/*
+ * queue_reserve gains "wait": with nothing due, block in the server up to
+ * that long for a job to become due (woken through shared memory when the
+ * library is preloaded, else looking again every 50 ms).  A new signature,
+ * so drop and create; the re-grant below restores the workers' rights.
+ */
+DROP FUNCTION @extschema@.queue_reserve(text[], interval, text, integer);
+CREATE FUNCTION @extschema@.queue_reserve(
+    queues   text[]   DEFAULT '{default}',
+    lease    interval DEFAULT NULL,
+    worker   text     DEFAULT '',
+    max_jobs integer  DEFAULT 1,
+    wait     interval DEFAULT '0')
+RETURNS SETOF @extschema@.queue_job
+AS 'MODULE_PATHNAME', 'jobqueue_reserve_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.queue_reserve(text[], interval, text, integer, interval) IS
+    'claim up to max_jobs due jobs, queues in precedence order; with none due, wait up to wait';
+
 REVOKE EXECUTE ON FUNCTION
+    @extschema@.queue_reserve(text[], interval, text, integer, interval),
     @extschema@.queue_schedule_set(text, text, text, jsonb, text, integer, integer, text, boolean, boolean),
     @extschema@.queue_schedule_remove(text),
     @extschema@.queue_schedule_list(),
@@ -99,16 +131,18 @@ REVOKE EXECUTE ON FUNCTION
     @extschema@.queue_cron_next(text, timestamptz, text, integer)
 FROM PUBLIC;
 
--- Roles granted a tier before 1.2 get the 1.2 functions of their tier.
+-- Roles granted a tier before 1.2 get the 1.2 functions of their tier (and
+-- queue_reserve again).  queue_delete, not the re-created queue_reserve,
+-- tells a worker.
 SELECT @extschema@.queue_grant(r.rolname::pg_catalog.text,
     CASE WHEN pg_catalog.bool_or(p.proname = 'queue_retry_failed') THEN 'admin'
-         WHEN pg_catalog.bool_or(p.proname = 'queue_reserve') THEN 'worker'
+         WHEN pg_catalog.bool_or(p.proname = 'queue_delete') THEN 'worker'
          ELSE 'producer' END)
 FROM pg_catalog.pg_proc p,
      LATERAL pg_catalog.aclexplode(p.proacl) a(grantor, grantee, privilege_type, is_grantable),
      pg_catalog.pg_roles r
 WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-  AND p.proname IN ('queue_retry_failed', 'queue_reserve', 'queue_stats')
+  AND p.proname IN ('queue_retry_failed', 'queue_delete', 'queue_stats')
   AND a.privilege_type = 'EXECUTE'
   AND a.grantee <> p.proowner
   AND r.oid = a.grantee

@@ -367,6 +367,7 @@ typedef struct IdToken
 {
 	int64		id;
 	int64		token;
+	bool		taken;			/* an id given twice completes once */
 } IdToken;
 
 static int
@@ -404,6 +405,9 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	id_datums = palloc(sizeof(Datum) * count);
 	for (int i = 0; i < count; i++)
 		id_datums[i] = Int64GetDatum(ids[i]);
+	/* the result outlives SPI_finish: allocate it before SPI_connect */
+	done = palloc(sizeof(int64) * count);
+	done_datums = palloc(sizeof(Datum) * count);
 
 	SPI_connect();
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(id_datums, count));
@@ -421,6 +425,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (isnull)
 			continue;
 		current[current_count].token = DatumGetInt64(token);
+		current[current_count].taken = false;
 		current[current_count].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row],
 																SPI_tuptable->tupdesc, 1,
 																&isnull));
@@ -428,17 +433,15 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	}
 	qsort(current, current_count, sizeof(IdToken), CompareIdTokens);
 
-	done = palloc(sizeof(int64) * count);
-	done_datums = palloc(sizeof(Datum) * count);
 	for (int i = 0; i < count; i++)
 	{
-		IdToken		key = {ids[i], 0};
+		IdToken		key = {ids[i], 0, false};
 		IdToken    *match = bsearch(&key, current, current_count, sizeof(IdToken),
 									CompareIdTokens);
 
-		if (match == NULL || match->token != tokens[i])
+		if (match == NULL || match->taken || match->token != tokens[i])
 			continue;
-		match->token = 0;		/* an id given twice completes once (tokens start at 1) */
+		match->taken = true;
 		done[done_count] = ids[i];
 		done_datums[done_count] = Int64GetDatum(ids[i]);
 		done_count++;

@@ -166,11 +166,13 @@ ReleaseFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 	SPI_connect();
 	released = ReleaseClaimed(fcinfo, id, token, delay, error, QueueNow(), &due_queue);
 	if (schema_1_1 && due_queue != NULL)
+	{
+		MarkJobsDue();
 		wake = QueueWantsWakeups(fcinfo, due_queue);
+		if (wake)
+			WakeQueue(due_queue);	/* queued now: due_queue lives in SPI memory */
+	}
 	SPI_finish();
-
-	if (wake)
-		WakeQueue(due_queue);
 	PG_RETURN_BOOL(released);
 }
 

@@ -215,7 +215,13 @@ CronParse(const char *expression, CronSchedule *schedule)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid cron expression: \"@every\" takes days, hours, minutes or seconds, not months or years")));
 		schedule->every = true;
-		schedule->every_usecs = span->day * USECS_PER_DAY + span->time;
+		/* at most ten years: keeps the arithmetic below far from overflow */
+		if (span->day > 3660 || span->time > 3660 * USECS_PER_DAY ||
+			(int64) span->day * USECS_PER_DAY + span->time > 3660 * USECS_PER_DAY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid cron expression: \"@every\" allows at most 10 years")));
+		schedule->every_usecs = (int64) span->day * USECS_PER_DAY + span->time;
 		if (schedule->every_usecs < USECS_PER_SEC)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -317,11 +323,17 @@ CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 	if (s->every)
 	{
 		int64		periods = after / s->every_usecs;
+		TimestampTz next;
 
 		/* floor division, also before 2000 (negative times) */
 		if (after < 0 && after % s->every_usecs != 0)
 			periods--;
-		return (periods + 1) * s->every_usecs;
+		next = (periods + 1) * s->every_usecs;
+		if (!IS_VALID_TIMESTAMP(next))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("timestamp out of range")));
+		return next;
 	}
 
 	if (timestamp2tm(after, &tz, &tm, &fsec, NULL, zone) != 0)

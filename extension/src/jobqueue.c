@@ -20,6 +20,8 @@ _PG_init(void)
 {
 	JobqueueDefineSettings();
 	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
+	if (process_shared_preload_libraries_in_progress)
+		JobqueueRequestWaiting();
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */
 	MarkGUCPrefixReserved("jobqueue");
 }

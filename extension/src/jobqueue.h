@@ -76,6 +76,7 @@ typedef enum QueuePlanId
 	PLAN_PUSH_BATCH,
 	PLAN_QUEUE_WANTS_WAKEUPS,
 	PLAN_FIND_DUE_1_1,
+	PLAN_FIND_EXPIRED_READY,
 	PLAN_FAIL_EXPIRED,
 	PLAN_CLAIM_CANDIDATES_1_1,
 	PLAN_CLAIM_UPDATE_1_1,
@@ -146,6 +147,13 @@ typedef struct JobSpec
 extern int64 InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 					   bool schema_1_1, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
+
+/* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
+extern void JobqueueRequestWaiting(void);
+extern void MarkJobsDue(void);
+extern void PrepareToWaitForJobs(void);
+extern void WaitForJobs(long timeout_ms);
+extern void DoneWaitingForJobs(void);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

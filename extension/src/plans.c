@@ -316,9 +316,18 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	[PLAN_FIND_DUE_1_1] = {
 		"SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2"
 		" FROM @S@.queue_jobs"
-		" WHERE queue = ANY ($1)"
-		"   AND ((NOT ready AND available_at <= $2)"
-		"        OR (deadline <= $2 AND (ready OR available_at <= $2)))"
+		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
+		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
+	/*
+	 * Ready jobs past their deadline (a waiting one is found above).  Two
+	 * statements, not one with an OR: each arm then keeps its own partial
+	 * index in a generic plan, where an OR made the planner scan the table.
+	 */
+	[PLAN_FIND_EXPIRED_READY] = {
+		"SELECT id FROM @S@.queue_jobs"
+		" WHERE deadline <= $2 AND queue = ANY ($1) AND ready"
 		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},

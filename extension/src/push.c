@@ -167,9 +167,13 @@ PushFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 	id = InsertJob(fcinfo, &job, now, schema_1_1, &inserted, &wake);
 	SPI_finish();
 
-	/* a job due now wakes the queue's listeners; a held unique key wakes nobody */
-	if (inserted && wake && job.available_at <= now)
-		WakeQueue(job.queue);
+	/* a job due now wakes waiting claims and listeners; a held unique key wakes nobody */
+	if (inserted && schema_1_1 && job.available_at <= now)
+	{
+		MarkJobsDue();
+		if (wake)
+			WakeQueue(job.queue);
+	}
 
 	PG_RETURN_INT64(id);
 }

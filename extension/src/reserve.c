@@ -24,6 +24,7 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_reserve);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_1);
+PG_FUNCTION_INFO_V1(jobqueue_reserve_1_2);
 
 /* The queues argument: non-empty, no NULL element, each a valid name. */
 static ArrayType *
@@ -118,13 +119,25 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 	Datum		args[2];
 	Datum	   *ready_ids;
 	Datum	   *exhausted_ids;
-	Datum	   *expired_ids;
+	Datum	   *expired_ids = NULL;
 	int			ready_count = 0;
 	int			exhausted_count = 0;
 	int			expired_count = 0;
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(now);
+	if (schema_1_1)
+	{
+		QueueExecute(QueuePlan(fcinfo, PLAN_FIND_EXPIRED_READY), args, NULL, false, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+		{
+			expired_ids = palloc(sizeof(Datum) * SPI_processed);
+			for (uint64 row = 0; row < SPI_processed; row++)
+				expired_ids[expired_count++] = Int64GetDatum(RowInt8(row, 1));
+			FailJobs(fcinfo, PLAN_FAIL_EXPIRED, expired_ids, expired_count, now);
+			expired_count = 0;
+		}
+	}
 	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_FIND_DUE_1_1 : PLAN_FIND_DUE),
 				 args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
@@ -238,13 +251,15 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 }
 
 /*
- * queue_reserve(queues, lease, worker, max_jobs) returns SETOF queue_job,
- * in the order the jobs would have been claimed one by one.  From 1.1 a
- * NULL lease is each queue's default lease, paused queues hand out nothing
- * and jobs past their deadline are failed instead of handed out.
+ * queue_reserve(queues, lease, worker, max_jobs [, wait]) returns SETOF
+ * queue_job, in the order the jobs would have been claimed one by one.
+ * From 1.1 a NULL lease is each queue's default lease, paused queues hand
+ * out nothing and jobs past their deadline are failed instead of handed
+ * out.  From 1.2, with nothing due, it waits up to "wait" for a job to
+ * become due (see waiting.c).
  */
 static Datum
-ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
+ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1, bool can_wait)
 {
 	Datum	   *queue_names;
 	int			queue_count;
@@ -252,24 +267,54 @@ ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 	Interval   *lease = NULL;
 	text	   *worker = ArgWorkerText(fcinfo, 2);
 	int32		max_jobs = ArgInt(fcinfo, 3, "max_jobs", 1, 1, JQ_MAX_JOBS_LIMIT);
-	TimestampTz now;
+	TimestampTz wait_until = 0;
+	bool		waiting = false;
 	int			claimed = 0;
 
 	if (!schema_1_1 || !PG_ARGISNULL(1))
 		lease = ArgInterval(fcinfo, 1, "lease", "60 seconds");
 	if (lease != NULL)
 		CheckLeaseInterval(lease, "lease");
+	if (can_wait && !PG_ARGISNULL(4))
+	{
+		Interval   *wait = PG_GETARG_INTERVAL_P(4);
+		Interval	one_hour = {USECS_PER_HOUR, 0, 0};
+
+		CheckNonNegativeInterval(wait, "wait");
+		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(wait),
+											  IntervalPGetDatum(&one_hour))) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"wait\" must be at most 1 hour")));
+		/* real time, not the queue's clock: the wait is for this caller */
+		wait_until = QueueTimeAfter(GetCurrentTimestamp(), wait);
+		waiting = wait_until > GetCurrentTimestamp();
+	}
 	InitMaterializedSRF(fcinfo, 0);
-	now = QueueNow();
 
 	SPI_connect();
-	PromoteDueJobs(fcinfo, queues, now, schema_1_1);
-	for (int q = 0; q < queue_count && claimed < max_jobs; q++)
+	for (;;)
 	{
-		CHECK_FOR_INTERRUPTS();
-		claimed += ClaimFromQueue(fcinfo, queue_names[q], max_jobs - claimed,
-								  now, lease, worker, schema_1_1);
+		TimestampTz now = QueueNow();
+		long		left_ms;
+
+		if (waiting)
+			PrepareToWaitForJobs();
+		PromoteDueJobs(fcinfo, queues, now, schema_1_1);
+		for (int q = 0; q < queue_count && claimed < max_jobs; q++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			claimed += ClaimFromQueue(fcinfo, queue_names[q], max_jobs - claimed,
+									  now, lease, worker, schema_1_1);
+		}
+		left_ms = (long) ((wait_until - GetCurrentTimestamp()) / 1000);
+		if (claimed > 0 || !waiting || left_ms <= 0)
+			break;
+		/* delayed jobs fall due without a wake-up: look again at least every second */
+		WaitForJobs(Min(left_ms, 1000));
 	}
+	if (waiting)
+		DoneWaitingForJobs();
 	SPI_finish();
 
 	return (Datum) 0;
@@ -279,12 +324,19 @@ ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 Datum
 jobqueue_reserve(PG_FUNCTION_ARGS)
 {
-	return ReserveFromArgs(fcinfo, false);
+	return ReserveFromArgs(fcinfo, false, false);
 }
 
 /* queue_reserve, 1.1 schema: pause, per-queue default lease, deadlines */
 Datum
 jobqueue_reserve_1_1(PG_FUNCTION_ARGS)
 {
-	return ReserveFromArgs(fcinfo, true);
+	return ReserveFromArgs(fcinfo, true, false);
+}
+
+/* queue_reserve(..., wait), 1.2: waits for a job when none is due */
+Datum
+jobqueue_reserve_1_2(PG_FUNCTION_ARGS)
+{
+	return ReserveFromArgs(fcinfo, true, true);
 }

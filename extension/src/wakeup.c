@@ -58,7 +58,8 @@ AddWakeQueue(List *queues, text *queue)
 }
 
 /*
- * Wake each queue of the list whose settings want wake-ups.  Called between
+ * Wake each queue of the list whose settings want wake-ups (and, whatever
+ * the settings, waiting claims: see waiting.c).  Called between
  * SPI_connect and SPI_finish: the list and its names may live in SPI's
  * memory, and the NOTIFY is queued (copied) at once, to be sent at commit.
  */
@@ -66,6 +67,9 @@ void
 WakeQueuesThatWantIt(FunctionCallInfo fcinfo, List *queues)
 {
 	ListCell   *cell;
+
+	if (queues != NIL)
+		MarkJobsDue();
 
 	foreach(cell, queues)
 		if (QueueWantsWakeups(fcinfo, (text *) lfirst(cell)))

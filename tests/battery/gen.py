@@ -4,7 +4,8 @@
 Usage: gen.py FUNCTIONS_TSV SCHEMA MODE FIRST_N [COUNT] > calls.sql
   FUNCTIONS_TSV  the extension's functions, read from pg_proc by run.sh:
                  proname <TAB> arg names (comma list) <TAB> arg types (comma
-                 list, format_type) <TAB> number of args with defaults
+                 list, format_type) <TAB> number of args with defaults <TAB>
+                 returns a set (t/f)
   SCHEMA         the extension's schema (quoted identifier)
   MODE           edge   - every argument of every function given each value of
                           its pool (NULL, empty, huge, negative, ...), the
@@ -29,10 +30,12 @@ import random
 import sys
 
 READ_ONLY = {"queue_pending", "queue_stats", "queue_failed_count",
-             "queue_failed_rows", "queue_list"}
+             "queue_failed_rows", "queue_list", "queue_cron_next", "queue_schedule_list"}
 QUEUE_SCOPED = {"queue_push", "queue_clear", "queue_pause", "queue_resume",
                 "queue_set_default_lease", "queue_set_notify"}
-ALWAYS_ROLLBACK = {"queue_grant", "queue_revoke"}
+# grants change privileges; schedules and the tick act on every schedule
+ALWAYS_ROLLBACK = {"queue_grant", "queue_revoke", "queue_schedule_set",
+                   "queue_schedule_remove", "queue_tick"}
 KNOWN = READ_ONLY | QUEUE_SCOPED | ALWAYS_ROLLBACK | {
     "queue_push_many", "queue_reserve", "queue_delete", "queue_delete_many",
     "queue_release", "queue_release_many", "queue_fail", "queue_fail_many",
@@ -228,8 +231,32 @@ def jobs_fixed():
     return pool(vals)
 
 
+CRONS = pool([
+    V("'* * * * *'", good=True), V("'*/5 9-17 * * mon-fri'", good=True), "NULL", "''", "'   '",
+    "'@hourly'", "'@every 10 minutes'", "'@every 0 seconds'", "'@every -5 minutes'", "'@every 1 mon'",
+    "'@every 2147483647 days'", "'@every'", "'@reboot'", "'0 0 30 2 *'", "'0 0 29 2 *'",
+    "'60 * * * *'", "'* 24 * * *'", "'* * 0 * *'", "'* * * 13 *'", "'* * * * 8'", "'* * * * 7'",
+    "'5-1 * * * *'", "'*/0 * * * *'", "'*/60 * * * *'", "'1/1000000000000 * * * *'",
+    "'99999999999999999999 * * * *'", "'* * * *'", "'* * * * * *'", "'jan * * * *'",
+    "'* * * ja *'", "'* * * JAN-DEC SUN-SAT'", "'-1 * * * *'", "'L W # ? *'",
+    "repeat('1,', 5000) || '1 * * * *'", "repeat('*', 10000)", q("* * * * *'; DROP TABLE queue_jobs; --"),
+    "E'*\t*\t*\t*\t*'", "convert_from('\xff'::bytea, 'UTF8')",
+])
+TIME_ZONES = pool([
+    V("'UTC'", good=True), V("'Europe/Berlin'", good=True), "'Pacific/Apia'", "'America/St_Johns'",
+    "NULL", "''", "'Mars/Olympus'", "'+25:00'", "'EST5EDT'", "'posixrules'", "'../../../etc/passwd'",
+    "'/etc/localtime'", "'Etc/GMT+14'", "repeat('x', 10000)", "'localtime'",
+])
+
+
 def arg_pool(fn, argname, argtype, rng=None):
     """The pool of values for one argument."""
+    if argtype == "text" and argname == "cron":
+        return CRONS
+    if argtype == "text" and argname == "time_zone":
+        return TIME_ZONES
+    if argtype == "integer" and argname == "count":
+        return pool([V("1", good=True), V("5", good=True), "1000", "1001"] + BIG_INTS)
     if argtype == "text":
         if argname == "queue":
             return QUEUE_RO if fn in READ_ONLY else QUEUE_MUT
@@ -299,10 +326,13 @@ def needs_rollback(fn, names, values):
     return False
 
 
+SETOF = set()      # functions returning sets (main() fills it from the list)
+
+
 def emit(n, tag, fn, names, values, schema, pre=None):
     args = ", ".join(v.sql for v in values)
     expr = f"{schema}.{fn}({args})"
-    if fn in ("queue_reserve", "queue_stats", "queue_failed_rows", "queue_list"):
+    if fn in SETOF:
         expr = f"(SELECT count(*) FROM {expr})"
     expr = expr.replace(S, schema)
     rb = needs_rollback(fn, names, values)
@@ -315,6 +345,7 @@ def emit(n, tag, fn, names, values, schema, pre=None):
 # or None, expected result or None).  'wake_many' cases make one call wake (or
 # complete) hundreds of queues (or jobs), the sizes where per-call lists outgrow
 # a memory block; run.sh can skip a tag with JQ_BATTERY_SKIP.
+FNAMES = set()     # the functions of the installed version (main() fills it)
 BIG50 = "jsonb_build_object('x', repeat('a', 50 * 1024 * 1024))"
 WQ = "(SELECT array_agg('battery_w' || g) FROM generate_series(1, 300) g)"
 SPECIAL = [
@@ -390,6 +421,18 @@ SPECIAL = [
      f"(SELECT cardinality(@S@.queue_fail_many(array_agg(id), array_agg(token), 'f')) FROM @S@.queue_reserve({WQ}, '1 hour', 'w', 300))",
      None, False, "ok", "300"),
     ("wake_many", "queue_retry_failed", "@S@.queue_retry_failed() >= 300", None, True, "ok", "true"),
+    # 1.2 schedules ('!ok': any error with a proper SQLSTATE)
+    ("cron", "queue_cron_next", "(SELECT count(*) FROM @S@.queue_cron_next('@every 2147483647 days', now()))",
+     None, False, "!ok", None),
+    ("cron", "queue_cron_next", "(SELECT count(*) FROM @S@.queue_cron_next('@every 106751991 days', now()))",
+     None, False, "!ok", None),
+    ("cron", "queue_cron_next", "(SELECT bool_and(x > now()) FROM @S@.queue_cron_next('@every 7 seconds', now(), 'UTC', 1000) x)",
+     None, False, "ok", "true"),
+    ("cron", "queue_schedule_set", "@S@.queue_schedule_set('battery_s1', '* * * * *', 'battery-cron-job', '{}', 'battery_cron')",
+     None, False, "ok", None),
+    ("cron", "queue_tick", "(SELECT count(*) >= 0 FROM @S@.queue_tick())", "SET LOCAL jobqueue.clock_offset = '10 minutes'",
+     False, "ok", "true"),
+    ("cron", "queue_schedule_remove", "@S@.queue_schedule_remove('battery_s1')", None, False, "ok", None),
 ]
 
 
@@ -403,7 +446,7 @@ def emit_special(n, case, schema, skip):
     pre_sql = "NULL" if pre is None else q(pre)
     call = (f"SELECT battery.try({n}, {q(tag)}, {q(fn)}, {pre_sql}, {q(expr)}, "
             f"{'true' if rb else 'false'});")
-    if tag in skip:
+    if tag in skip or fn not in FNAMES:     # a function this version does not have
         call = f"SELECT battery.skip({n}, {q(tag)}, {q(fn)}, {q(expr)});"
     lines.append(call)
     return [" ".join(lines)]         # one call a line: run.sh restarts after a crash by line
@@ -418,12 +461,16 @@ def main():
             line = line.rstrip("\n")
             if not line:
                 continue
-            name, argnames, argtypes, ndef = line.split("\t")
+            cols = line.split("\t")
+            name, argnames, argtypes, ndef = cols[:4]
+            if len(cols) > 4 and cols[4] in ("t", "true"):
+                SETOF.add(name)
             names = argnames.split(",") if argnames else []
             types = argtypes.split(",") if argtypes else []
             funcs.append((name, names, types, int(ndef)))
     out = []
     n = first
+    FNAMES.update(f[0] for f in funcs)
     if mode == "special":
         skip = set(t for t in (sys.argv[5] if len(sys.argv) > 5 else "").split(",") if t)
         for case in SPECIAL:

@@ -931,6 +931,7 @@ TEST_F(WorkerTest, NotifyWakesAnIdleWorker) {
     const std::string app = "wt_notify_" + std::to_string(getpid());
     Seen seen;
     WorkerOptions o = options(q, 2);
+    o.wait_in_server = false;  // the NOTIFY path (older extensions, or by choice)
     o.use_notify = true;
     o.poll_interval = 60s;
     o.connection.conninfo = "application_name=" + app;
@@ -953,6 +954,37 @@ TEST_F(WorkerTest, NotifyWakesAnIdleWorker) {
     // stop() does not cut that wait short; a wake-up makes it see the stop.
     w.request_stop();
     sql_value("NOTIFY jobqueue, " + lit(q));
+    w.stop();
+    ASSERT_TRUE(done) << "the job pushed to an idle worker was not picked up; " << describe(w.counters());
+    EXPECT_EQ(w.counters().completed, 1);
+    EXPECT_EQ(jobs_in(q), 0);
+}
+
+// By default an idle worker waits inside queue_reserve (extension 1.2):
+// no LISTEN, and a job pushed to the idle worker is picked up long before
+// the 60 s poll interval.
+TEST_F(WorkerTest, ServerWaitPicksUpAJobPushedToAnIdleWorker) {
+    const std::string q = make_queue("srvwait");
+    const std::string app = "wt_srvwait_" + std::to_string(getpid());
+    Seen seen;
+    WorkerOptions o = options(q, 2);
+    o.poll_interval = 60s;
+    o.connection.conninfo = "application_name=" + app;
+    Worker w(o);
+    w.on("n", [&](const Job& job) { seen.add(job.id); });
+    w.start();
+    // Idle: the dispatcher is inside queue_reserve, waiting there.
+    ASSERT_TRUE(wait_until(
+        [&] {
+            return sql_int("SELECT count(*) FROM pg_stat_activity WHERE application_name = " + lit(app) +
+                           " AND query LIKE '%queue_reserve%' AND state = 'active'") == 1;
+        },
+        30s));
+    EXPECT_EQ(sql_int("SELECT count(*) FROM pg_stat_activity WHERE application_name = " + lit(app) +
+                      " AND query = 'LISTEN jobqueue'"),
+              0);
+    const std::int64_t id = client_->push("n", {}, on_queue(q));
+    bool done = wait_until([&] { return seen.of(id) == 1; }, 20s);
     w.stop();
     ASSERT_TRUE(done) << "the job pushed to an idle worker was not picked up; " << describe(w.counters());
     EXPECT_EQ(w.counters().completed, 1);

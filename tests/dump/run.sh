@@ -12,6 +12,7 @@
 #   - failed rows and settings rows are kept column for column;
 #   - sequences continue: a new push gets an id above the old ones, a new claim
 #     a token above the old ones;
+#   - (1.2 and later) a recurring schedule is kept and ticks after the restore;
 #   - the queue works: pending jobs are claimed and completed, the job that was
 #     held before the dump still completes with its old token, a held unique
 #     key still answers with its holder's id, the delayed job is not due until
@@ -109,16 +110,26 @@ check "source: 6 jobs, 2 failed rows, 3 settings rows" "$(q -d "$SRC" -c "SELECT
     (SELECT count(*) FROM queue_jobs) = 6 AND (SELECT count(*) FROM queue_failed_jobs) = 2
     AND (SELECT count(*) FROM queue_settings) = 3")"
 
-snapshot_sql() { # snapshot_sql SCHEMA WITH_SETTINGS(1|0)
+snapshot_sql() { # snapshot_sql SCHEMA WITH_SETTINGS(1|0) [WITH_SCHEDULES(1|0)]
     echo "SELECT 'job', j.* FROM $1.queue_jobs j ORDER BY id;"
     echo "SELECT 'failed', f.* FROM $1.queue_failed_jobs f ORDER BY id;"
     if [[ $2 == 1 ]]; then
         echo "SELECT 'settings', x.* FROM $1.queue_settings x ORDER BY queue;"
     fi
+    if [[ ${3:-0} == 1 ]]; then
+        echo "SELECT 'schedule', s.* FROM $1.queue_schedules s ORDER BY name;"
+    fi
     echo "SELECT 'sequence', last_value FROM $1.queue_job_tokens;"
     echo "SELECT 'extension', extversion, extnamespace::regnamespace FROM pg_extension WHERE extname = 'jobqueue';"
 }
-q -d "$SRC" -f <(snapshot_sql public 1) > "$WORK/src.txt" || die "snapshot of the source"
+# 1.2 and later: a recurring schedule is part of the backlog too
+SCHED=$(q -d "$SRC" -c "SELECT (to_regclass('queue_schedules') IS NOT NULL)::int")
+if [[ $SCHED == 1 ]]; then
+    q -d "$SRC" -c "SELECT queue_schedule_set('dump-every-5', '*/5 * * * *', 'cron-job', '{\"c\": 1}', 'dump_s',
+                                              time_zone => 'Europe/Berlin') IS NOT NULL" >/dev/null \
+        || die "create a schedule in the source"
+fi
+q -d "$SRC" -f <(snapshot_sql public 1 "$SCHED") > "$WORK/src.txt" || die "snapshot of the source"
 
 pg_dump -Fc -f "$WORK/src.dump" "$SRC" 2> "$WORK/dump.err" || die "pg_dump -Fc" "$(cat "$WORK/dump.err")"
 pg_dump -Fp -f "$WORK/src.sql" "$SRC" 2>> "$WORK/dump.err" || die "pg_dump -Fp" "$(cat "$WORK/dump.err")"
@@ -141,7 +152,7 @@ fi
 # Everything the restored queue must do, for one restored database.
 verify_restored() { # verify_restored DB LABEL
     local db=$1 l=$2 out
-    q -d "$db" -f <(snapshot_sql public 1) > "$WORK/$db.txt" 2>&1
+    q -d "$db" -f <(snapshot_sql public 1 "$SCHED") > "$WORK/$db.txt" 2>&1
     if diff -u "$WORK/src.txt" "$WORK/$db.txt" > "$WORK/$db.diff"; then
         check "$l: jobs, failed rows, settings, token sequence and version identical to the source" t
     else
@@ -223,6 +234,13 @@ SQL
 )
     check "$l: NOTIFY setting kept (dump_a silent, dump_w wakes)" \
         "$( (grep -q 'payload "dump_w"' <<< "$out" && ! grep -q 'payload "dump_a"' <<< "$out") && echo t || echo f)" "$out"
+    if [[ $SCHED == 1 ]]; then
+        check "$l: the schedule ticks after the restore (a job in dump_s within 10 minutes)" "$(q -d "$db" -c "
+            SET jobqueue.clock_offset = '10 minutes';
+            SELECT count(*) >= 1 FROM queue_tick() WHERE schedule = 'dump-every-5';" 2>&1 | tail -n 1)"
+        check "$l: the ticked job is in dump_s with the schedule's name and payload" "$(q -d "$db" -c "
+            SELECT count(*) >= 1 AND bool_and(payload = '{\"c\": 1}') FROM queue_jobs WHERE queue = 'dump_s' AND name = 'cron-job'")"
+    fi
     check "$l: the delayed job is due after its delay (clock_offset 3 hours)" "$(q -d "$db" -c "
         SET jobqueue.clock_offset = '3 hours';
         SELECT coalesce((SELECT id = $D1 AND queue_delete(id, token) FROM queue_reserve('{dump_d}')), false)")"

@@ -21,7 +21,9 @@
 # In each pass every jobqueue function is called (push, push_many, reserve,
 # delete, delete_many, release, release_many, fail, fail_many, extend,
 # pending, stats, list, failed rows/count, retry, forget, cancel, clear, pause,
-# resume, set_default_lease, set_notify, grant, revoke) and then checked, with
+# resume, set_default_lease, set_notify, grant, revoke; from 1.2 also
+# schedule_set, schedule_list, cron_next, tick, schedule_remove, with an evil
+# queue_schedules beside them) and then checked, with
 # a clean search_path: its results are those of the extension's own tables
 # (no sentinel row or evil token shows up), the extension's tables hold what
 # the calls wrote, the evil tables are unchanged and evil.calls is empty.
@@ -177,11 +179,22 @@ CREATE OPERATOR evil.<= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION
 CREATE OPERATOR evil.< (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.lt_tstz);
 CREATE OPERATOR evil.> (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.gt_tstz);
 
+DO $$ BEGIN
+    IF to_regclass('public.queue_schedules') IS NOT NULL THEN
+        CREATE TABLE evil.queue_schedules (LIKE public.queue_schedules INCLUDING DEFAULTS);
+        INSERT INTO evil.queue_schedules (name, cron, job_name, queue, next_due, created_at, updated_at)
+        SELECT 'EVIL-sched_' || g, '* * * * *', 'EVIL', 'sp_p_' || g, '2000-01-01', '2000-01-01', '2000-01-01'
+        FROM generate_series(1, 4) g;
+        CREATE TRIGGER block BEFORE INSERT OR UPDATE OR DELETE ON evil.queue_schedules
+            FOR EACH ROW EXECUTE FUNCTION evil.block_write();
+    END IF;
+END $$;
 CREATE SCHEMA sp_check;
 CREATE FUNCTION sp_check.evil_tables() RETURNS text LANGUAGE sql SET search_path = pg_catalog, public AS $$
     SELECT md5(coalesce((SELECT string_agg(j::text, '|' ORDER BY id) FROM evil.queue_jobs j), '') ||
                coalesce((SELECT string_agg(f::text, '|' ORDER BY id) FROM evil.queue_failed_jobs f), '') ||
                coalesce((SELECT string_agg(s::text, '|' ORDER BY queue) FROM evil.queue_settings s), '') ||
+               coalesce((SELECT string_agg(c::text, '|' ORDER BY name) FROM evil.queue_schedules c), '') ||
                (SELECT last_value::text FROM evil.queue_job_tokens))
 $$;
 CREATE TABLE sp_check.baseline AS SELECT sp_check.evil_tables() AS sum;
@@ -207,13 +220,16 @@ check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke 
     JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
     JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobqueue'")"
 
+# 1.2 and later: the schedule functions are called and checked too
+SCHED=$(q -d "$DB" -c "SELECT (to_regclass('public.queue_schedules') IS NOT NULL)::int")
+
 # One pass: every call under the given search_path, then the checks.
 run_pass() { # run_pass N SEARCH_PATH RAISE(on|off) TEMP_TABLES(0|1)
     local n=$1 path=$2 raise=$3 temp=$4 out names
     q -d "$DB" -c "TRUNCATE public.queue_jobs, public.queue_failed_jobs, public.queue_settings; DELETE FROM evil.calls" \
         || { check "pass $n: reset" f; return; }
     out=$(psql -X -q -At -v ON_ERROR_STOP=0 -d "$DB" -v sfx="_$n" -v role="$ROLE" -v raise="$raise" \
-          -v temp="$temp" -v selftest="$SELFTEST" -v path="$path" -f - 2>&1 <<'SQL'
+          -v temp="$temp" -v selftest="$SELFTEST" -v path="$path" -v sched="$SCHED" -f - 2>&1 <<'SQL'
 \set p1 NULL
 \set p2 NULL
 \set p2b NULL
@@ -233,7 +249,7 @@ CREATE TEMP TABLE queue_settings (LIKE public.queue_settings);
 INSERT INTO queue_settings SELECT * FROM evil.queue_settings;
 \endif
 SELECT 'sp_q' || :'sfx' AS qq, 'sp_m' || :'sfx' AS qm, 'sp_p' || :'sfx' AS qp,
-       'sp-key' || :'sfx' AS key, 'sp-mkey' || :'sfx' AS mkey \gset
+       'sp-key' || :'sfx' AS key, 'sp-mkey' || :'sfx' AS mkey, 'sp-sched' || :'sfx' AS sname \gset
 -- the calls, under the hostile search_path (no operator or function of our own below)
 SET evil.raise = :'raise';
 SET search_path = :path;
@@ -277,6 +293,15 @@ SELECT queue_push('sp-m5', '{}', :'qm') AS p5 \gset
 SELECT queue_clear(:'qm') AS cleared \gset
 SELECT queue_grant(:'role', 'admin');
 SELECT queue_revoke(:'role', 'worker');
+\if :sched
+SELECT queue_schedule_set(:'sname', '*/5 * * * *', 'sp-cron', '{}', :'qp', time_zone => 'Europe/Berlin') AS sset \gset
+SELECT string_agg(concat_ws(':', name, cron, queue), ',') AS slist FROM queue_schedule_list() \gset
+SELECT string_agg(x::text, ',') AS cnext FROM queue_cron_next('0 12 * * *', '2030-01-01 00:00+00', 'UTC', 2) x \gset
+SET jobqueue.clock_offset = '10 minutes';
+SELECT string_agg(concat_ws(':', schedule, job_id), ',') AS ticked FROM queue_tick() \gset
+RESET jobqueue.clock_offset;
+SELECT queue_schedule_remove(:'sname') AS sremoved \gset
+\endif
 \if :selftest
 SELECT 'a'::text = 'a'::text;
 \endif
@@ -313,9 +338,18 @@ SELECT 'settings written to the extension''s table|' ||
         AND NOT EXISTS (SELECT 1 FROM public.queue_settings WHERE queue = 'evil_only'));
 SELECT 'clear removed the queue''s jobs from the extension''s table|' ||
        (:cleared = 1 AND :p5 < 900000 AND NOT EXISTS (SELECT 1 FROM public.queue_jobs WHERE queue = :'qm'));
+\if :sched
+SELECT 'schedules: set, list, cron_next, tick and remove use the extension''s table|' ||
+       (:'slist' = format('sp-sched%s:*/5 * * * *:%s', :'sfx', :'qp') AND :'slist' NOT LIKE '%EVIL%'
+        AND :'cnext' = '2030-01-01 12:00:00+00,2030-01-02 12:00:00+00'
+        AND :'sremoved'::boolean AND NOT EXISTS (SELECT 1 FROM public.queue_schedules));
+SELECT 'the tick pushed the schedule''s job into the extension''s queue_jobs|' ||
+       (:'ticked' LIKE format('sp-sched%s:%%', :'sfx') AND :'ticked' NOT LIKE '%EVIL%'
+        AND EXISTS (SELECT 1 FROM public.queue_jobs WHERE queue = :'qp' AND name = 'sp-cron'));
+\endif
 SELECT 'grant gave admin, revoke took worker and admin, producer kept|' ||
        (has_function_privilege(:'role', 'public.queue_push(text,jsonb,text,interval,integer,text,integer,timestamptz)', 'EXECUTE')
-        AND NOT has_function_privilege(:'role', 'public.queue_reserve(text[],interval,text,integer)', 'EXECUTE')
+        AND NOT has_function_privilege(:'role', 'public.queue_reserve(text[],interval,text,integer,interval)', 'EXECUTE')
         AND NOT has_function_privilege(:'role', 'public.queue_retry_failed(bigint,integer)', 'EXECUTE'));
 SQL
 )
@@ -323,10 +357,11 @@ SQL
     while IFS='|' read -r name value; do
         [[ -z $name || -z ${value:-} ]] && continue
         names=$((names + 1))
-        check "pass $n ($path${temp:+, temp tables $temp}, raise $raise): $name" "$value"
+        check "pass $n ($path$([[ $temp == 1 ]] && echo ", temp tables"), raise $raise): $name" "$value"
     done <<< "$(grep '|' <<< "$out")"
-    check "pass $n: all 18 checks ran, no call failed" \
-        "$([[ $names == 18 ]] && ! grep -q 'ERROR' <<< "$out" && echo t || echo f)" \
+    local expect=$((18 + 2 * SCHED))
+    check "pass $n: all $expect checks ran, no call failed" \
+        "$([[ $names == "$expect" ]] && ! grep -q 'ERROR' <<< "$out" && echo t || echo f)" \
         "$(grep -m5 -E 'ERROR|evil' <<< "$out")"
     if [[ -n $(q -d "$DB" -c "SELECT string_agg(DISTINCT what, ', ') FROM evil.calls") ]]; then
         echo "   evil objects called: $(q -d "$DB" -c "SELECT string_agg(DISTINCT what, ', ') FROM evil.calls")"

@@ -141,6 +141,7 @@ private:
     ClientOptions options_;
     std::set<std::string> prepared_;
     bool listening_ = false;
+    bool broken_ = false;  // a call found the connection lost
 };
 
 }  // namespace jobqueue

@@ -56,6 +56,9 @@ struct ReserveOptions {
     std::optional<std::chrono::milliseconds> lease;  // none: the queue's default lease
     std::string worker;
     int max_jobs = 1;
+    // With nothing due, wait in the server up to this long for a job to
+    // become due (extension 1.2; woken at once when the library is preloaded).
+    std::optional<std::chrono::milliseconds> wait;
 };
 
 // One row of queue_stats().

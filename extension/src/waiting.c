@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * waiting.c
+ *	  queue_reserve's wait: block in the server until a job is due.
+ *
+ * NOTIFY makes PostgreSQL serialise the commits of notifying transactions,
+ * so this path does without it.  With the library in
+ * shared_preload_libraries, a transaction that made a job due (a push, a
+ * retry, a release without delay, a tick) broadcasts a condition variable
+ * in shared memory right after it commits, whatever the queue's NOTIFY
+ * setting, and a waiting queue_reserve wakes and claims at once.  Without
+ * preload a waiting queue_reserve looks again every POLL_MS.
+ *
+ * Waiting happens inside the caller's statement: like any statement, it
+ * holds a snapshot while it waits, so keep waits short (seconds).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/xact.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#define POLL_MS 50
+
+typedef struct JobqueueShared
+{
+	ConditionVariable jobs_due;
+} JobqueueShared;
+
+static JobqueueShared *shared = NULL;
+static shmem_request_hook_type previous_shmem_request = NULL;
+static shmem_startup_hook_type previous_shmem_startup = NULL;
+static bool jobs_due_at_commit = false;
+
+static void
+RequestShared(void)
+{
+	if (previous_shmem_request)
+		previous_shmem_request();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(JobqueueShared)));
+}
+
+static void
+StartShared(void)
+{
+	bool		found;
+
+	if (previous_shmem_startup)
+		previous_shmem_startup();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("jobqueue", sizeof(JobqueueShared), &found);
+	if (!found)
+		ConditionVariableInit(&shared->jobs_due);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* After commit the jobs are visible: wake the waiting claims. */
+static void
+OnTransactionEnd(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT && jobs_due_at_commit && shared != NULL)
+		ConditionVariableBroadcast(&shared->jobs_due);
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		jobs_due_at_commit = false;
+}
+
+/* From _PG_init while shared_preload_libraries is loaded. */
+void
+JobqueueRequestWaiting(void)
+{
+	previous_shmem_request = shmem_request_hook;
+	shmem_request_hook = RequestShared;
+	previous_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = StartShared;
+	RegisterXactCallback(OnTransactionEnd, NULL);
+}
+
+/* This transaction made a job due now: wake waiting claims when it commits. */
+void
+MarkJobsDue(void)
+{
+	jobs_due_at_commit = true;
+}
+
+/* Get ready to be woken before looking for jobs, so no wake-up is missed. */
+void
+PrepareToWaitForJobs(void)
+{
+	if (shared != NULL)
+		ConditionVariablePrepareToSleep(&shared->jobs_due);
+}
+
+/* Sleep until a committed transaction makes a job due, or timeout_ms. */
+void
+WaitForJobs(long timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return;
+	if (shared != NULL)
+		(void) ConditionVariableTimedSleep(&shared->jobs_due, timeout_ms, PG_WAIT_EXTENSION);
+	else
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 Min(timeout_ms, POLL_MS), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* After the last wait. */
+void
+DoneWaitingForJobs(void)
+{
+	if (shared != NULL)
+		ConditionVariableCancelSleep();
+}

@@ -19,11 +19,9 @@
 //           notify setting on); polling every second only as a fallback.
 //   poll    no LISTEN, the queue's notify setting off; the worker claims,
 //           and when nothing is due sleeps --poll-ms before claiming again.
-//   shmem   SLOT: a wait inside queue_reserve on shared memory (a latch set
-//           by the pushing transaction's commit).  It does not exist yet;
-//           this mode prints "status=not-implemented" and exits 3.  When it
-//           exists, drive it here: a claim loop calling queue_reserve with
-//           its wait argument, no LISTEN, handler timing as above.
+//   shmem   the worker waits inside queue_reserve(..., wait) and is woken
+//           through shared memory when the push commits (library preloaded),
+//           with NOTIFY off for the queue.
 //
 // Output: one line of key=value pairs (milliseconds), read by bench/run.sh.
 #include <algorithm>
@@ -93,12 +91,11 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     const Options opt = parse(argc, argv);
-    if (opt.mode == "shmem") {
-        // Slot for the shared-memory wait inside queue_reserve (not built yet).
-        std::cout << "mode=shmem status=not-implemented\n";
-        return 3;
-    }
+    // notify: LISTEN / NOTIFY; poll: polling only; shmem: the worker waits
+    // inside queue_reserve, woken through shared memory (library preloaded),
+    // with NOTIFY off for the queue.
     const bool notify = opt.mode == "notify";
+    const bool shmem = opt.mode == "shmem";
     const auto n = static_cast<std::size_t>(opt.jobs);
 
     try {
@@ -113,10 +110,12 @@ int main(int argc, char** argv) {
         jobqueue::WorkerOptions wo;
         wo.queues = {opt.queue};
         wo.threads = 1;
+        wo.wait_in_server = shmem;
         wo.use_notify = notify;
         // notify: the fallback poll stays at the runtime's default (1 s), so
         // the figure is the wake-up path, not polling.
-        wo.poll_interval = notify ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(opt.poll_ms);
+        wo.poll_interval =
+            notify || shmem ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(opt.poll_ms);
         wo.lease = std::chrono::seconds(60);
         wo.name = "bench-latency";
         jobqueue::Worker worker(wo);

@@ -124,7 +124,8 @@ cleanup() {
 source "$ROOT/scripts/cluster.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-JQ_PGPORT=${JQ_PGPORT:-55551} JQ_PGCONF=$BENCH_PGCONF jq_cluster_start >"$OUT/cluster.log"
+# preloaded for every system alike: queue_reserve's shared-memory wake-ups
+JQ_PGPORT=${JQ_PGPORT:-55551} JQ_PRELOAD=jobqueue JQ_PGCONF=$BENCH_PGCONF jq_cluster_start >"$OUT/cluster.log"
 set -euo pipefail   # cluster.sh sets these too; keep them explicit
 export PGDATABASE=bench
 createdb bench

@@ -25,12 +25,11 @@ PG_FUNCTION_INFO_V1(jobqueue_forget_failed);
 Datum
 jobqueue_failed_count(PG_FUNCTION_ARGS)
 {
-	bool		isnull;
 	int64		count;
 
 	SPI_connect();
 	QueueExecute(QueuePlan(fcinfo, PLAN_FAILED_COUNT), NULL, NULL, false, SPI_OK_SELECT);
-	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	count = SpiInt8(0, 1);
 	SPI_finish();
 
 	PG_RETURN_INT64(count);

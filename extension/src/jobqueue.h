@@ -103,6 +103,8 @@ typedef enum QueuePlanId
 extern SPIPlanPtr QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id);
 extern const char *QueueSchemaName(void);
 extern ArrayType *Int8ArrayFromDatums(Datum *values, int count);
+extern int64 SpiInt8(uint64 row, int column);
+extern bool SpiBool(uint64 row, int column);
 extern int	QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls,
 						 bool read_only, int expected);
 

@@ -577,3 +577,25 @@ Int8ArrayFromDatums(Datum *values, int count)
 	return construct_array(values, count, INT8OID, sizeof(int64),
 						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 }
+
+/* Column (1-based) of row of the last SPI result as int8; NULL reads as 0. */
+int64
+SpiInt8(uint64 row, int column)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+									  column, &isnull);
+
+	return isnull ? 0 : DatumGetInt64(value);
+}
+
+/* Column (1-based) of row of the last SPI result as boolean; NULL is false. */
+bool
+SpiBool(uint64 row, int column)
+{
+	bool		isnull;
+	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+									  column, &isnull);
+
+	return !isnull && DatumGetBool(value);
+}

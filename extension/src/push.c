@@ -28,24 +28,6 @@ enum
 	PUSH_AVAILABLE_AT, PUSH_NOW, PUSH_UNIQUE_KEY, PUSH_DEADLINE, PUSH_NARGS
 };
 
-static int64
-ResultInt8(int column)
-{
-	bool		isnull;
-
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-									   column, &isnull));
-}
-
-static bool
-ResultBool(int column)
-{
-	bool		isnull;
-
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-									  column, &isnull));
-}
-
 /*
  * Insert one job; returns its id, or the id of the job holding its unique
  * key (then *inserted is false).  With schema_1_1 the job's deadline is
@@ -82,8 +64,8 @@ InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 		insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_1_1 : PLAN_PUSH);
 		QueueExecute(insert_plan, values, nulls, false, SPI_OK_INSERT_RETURNING);
 		if (schema_1_1)
-			*wake = ResultBool(2);
-		return ResultInt8(1);
+			*wake = SpiBool(0, 2);
+		return SpiInt8(0, 1);
 	}
 
 	insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_UNIQUE_1_1 : PLAN_PUSH_UNIQUE);
@@ -94,8 +76,8 @@ InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 		if (SPI_processed == 1)
 		{
 			if (schema_1_1)
-				*wake = ResultBool(2);
-			return ResultInt8(1);
+				*wake = SpiBool(0, 2);
+			return SpiInt8(0, 1);
 		}
 
 		/* Each statement takes a fresh snapshot: the holder has committed. */
@@ -104,7 +86,7 @@ InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 		if (SPI_processed == 1)
 		{
 			*inserted = false;
-			return ResultInt8(1);
+			return SpiInt8(0, 1);
 		}
 	}
 	ereport(ERROR,

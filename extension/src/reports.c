@@ -21,7 +21,6 @@ jobqueue_pending(PG_FUNCTION_ARGS)
 {
 	text	   *queue = ArgOptionalNameText(fcinfo, 0, "queue", JQ_QUEUE_NAME_MAX);
 	Datum		args[2];
-	bool		isnull;
 	int64		count;
 
 	args[0] = TimestampTzGetDatum(QueueNow());
@@ -30,7 +29,7 @@ jobqueue_pending(PG_FUNCTION_ARGS)
 	SPI_connect();
 	QueueExecute(QueuePlan(fcinfo, queue ? PLAN_PENDING_QUEUE : PLAN_PENDING_ALL),
 				 args, NULL, false, SPI_OK_SELECT);
-	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	count = SpiInt8(0, 1);
 	SPI_finish();
 
 	PG_RETURN_INT64(count);

@@ -73,25 +73,6 @@ CompareClaimSlots(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int64
-RowInt8(uint64 row, int column)
-{
-	bool		isnull;
-
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-									   column, &isnull));
-}
-
-static bool
-RowBool(uint64 row, int column)
-{
-	bool		isnull;
-	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-									  column, &isnull);
-
-	return !isnull && DatumGetBool(value);
-}
-
 /* Move the jobs with these ids to the failed table with plan's error. */
 static void
 FailJobs(FunctionCallInfo fcinfo, QueuePlanId plan, Datum *ids, int count,
@@ -133,7 +114,7 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 		{
 			expired_ids = palloc(sizeof(Datum) * SPI_processed);
 			for (uint64 row = 0; row < SPI_processed; row++)
-				expired_ids[expired_count++] = Int64GetDatum(RowInt8(row, 1));
+				expired_ids[expired_count++] = Int64GetDatum(SpiInt8(row, 1));
 			FailJobs(fcinfo, PLAN_FAIL_EXPIRED, expired_ids, expired_count, now);
 			expired_count = 0;
 		}
@@ -148,11 +129,11 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 	expired_ids = palloc(sizeof(Datum) * SPI_processed);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		Datum		id = Int64GetDatum(RowInt8(row, 1));
+		Datum		id = Int64GetDatum(SpiInt8(row, 1));
 
-		if (schema_1_1 && RowBool(row, 3))
+		if (schema_1_1 && SpiBool(row, 3))
 			expired_ids[expired_count++] = id;
-		else if (RowBool(row, 2))
+		else if (SpiBool(row, 2))
 			exhausted_ids[exhausted_count++] = id;
 		else
 			ready_ids[ready_count++] = id;
@@ -198,7 +179,7 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	slots = palloc(sizeof(ClaimSlot) * count);
 	for (int i = 0; i < count; i++)
 	{
-		slots[i].id = RowInt8(i, 1);
+		slots[i].id = SpiInt8(i, 1);
 		slots[i].position = i;
 		ids[i] = Int64GetDatum(slots[i].id);
 	}
@@ -225,7 +206,7 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	claimed = palloc0(sizeof(HeapTuple) * count);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		ClaimSlot	key = {RowInt8(row, 1), 0};
+		ClaimSlot	key = {SpiInt8(row, 1), 0};
 		ClaimSlot  *slot = bsearch(&key, slots, count, sizeof(ClaimSlot), CompareClaimSlots);
 
 		if (slot == NULL)

@@ -30,7 +30,8 @@ OBJS = \
 	extension/src/cron.o \
 	extension/src/schedules.o \
 	extension/src/ticker.o \
-	extension/src/waiting.o
+	extension/src/waiting.o \
+	extension/src/duehint.o
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 

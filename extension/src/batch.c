@@ -264,6 +264,7 @@ InsertPlainRun(FunctionCallInfo fcinfo, const JobSpec *specs, int first, int cou
 		columns[5][row] = TimestampTzGetDatum(job->available_at);
 		columns[6][row] = TimestampTzGetDatum(job->deadline);
 		deadline_nulls[row] = !job->has_deadline;
+		NoteJobSpecDue(job, now);
 	}
 	for (int c = 0; c < 6; c++)
 	{

@@ -132,6 +132,7 @@ ReleaseClaimed(FunctionCallInfo fcinfo, int64 id, int64 token, Interval *delay,
 	}
 
 	available_at = QueueTimeAfter(now, delay != NULL ? delay : BackoffDelay(attempts));
+	NoteJobDueAt(available_at);	/* due again then; a deadline may come first */
 	args[2] = TimestampTzGetDatum(available_at);
 	args[3] = TimestampTzGetDatum(now);
 	args[4] = PointerGetDatum(error);
@@ -227,6 +228,7 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 	args[2] = TimestampTzGetDatum(QueueTimeAfter(QueueNow(), lease));
+	NoteJobDueAt(DatumGetTimestampTz(args[2]));	/* the lease may end sooner */
 
 	SPI_connect();
 	QueueExecute(QueuePlan(fcinfo, PLAN_EXTEND), args, NULL, false, SPI_OK_UPDATE);

@@ -20,6 +20,7 @@ _PG_init(void)
 {
 	JobqueueDefineSettings();
 	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
+	JobqueueDefineDueHint();
 	if (process_shared_preload_libraries_in_progress)
 		JobqueueRequestWaiting();
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */

@@ -10,6 +10,7 @@
  *   args.c      - argument checks shared by every function
  *   errortext.c - cutting stored error text to its limit
  *   push.c, reserve.c, complete.c, failed.c, reports.c, grants.c
+ *   waiting.c, duehint.c - shared memory: waits, and skipping the due-probe
  *
  *-------------------------------------------------------------------------
  */
@@ -22,6 +23,7 @@
 #include "nodes/pg_list.h"
 #include "miscadmin.h"
 #include "fmgr.h"
+#include "port/atomics.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
@@ -39,6 +41,7 @@
 extern int	jobqueue_max_payload_bytes;
 extern void JobqueueDefineSettings(void);
 extern TimestampTz QueueNow(void);
+extern bool QueueClockShifted(void);
 extern TimestampTz QueueTimeAfter(TimestampTz base, Interval *span);
 
 /* plans.c: one entry per fixed statement the extension runs */
@@ -77,6 +80,7 @@ typedef enum QueuePlanId
 	PLAN_QUEUE_WANTS_WAKEUPS,
 	PLAN_FIND_DUE_1_1,
 	PLAN_FIND_EXPIRED_READY,
+	PLAN_NEXT_DUE,
 	PLAN_FAIL_EXPIRED,
 	PLAN_CLAIM_CANDIDATES_1_1,
 	PLAN_CLAIM_UPDATE_1_1,
@@ -149,6 +153,7 @@ typedef struct JobSpec
 extern int64 InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 					   bool schema_1_1, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
+extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
 
 /* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
 extern void JobqueueRequestWaiting(void);
@@ -156,6 +161,16 @@ extern void MarkJobsDue(void);
 extern void PrepareToWaitForJobs(void);
 extern void WaitForJobs(long timeout_ms);
 extern void DoneWaitingForJobs(void);
+extern pg_atomic_uint64 *SharedDueWritesCounter(void);
+
+/* duehint.c: skipping the due-probe of a claim when nothing can be due */
+extern void JobqueueDefineDueHint(void);
+extern void NoteJobDueAt(TimestampTz moment);
+extern bool DueProbeCanBeSkipped(ArrayType *queues, TimestampTz now);
+extern bool DueProbeCanBeRemembered(uint64 *generation);
+extern TimestampTz DueProbeHorizon(TimestampTz now);
+extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz now,
+							 TimestampTz until);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

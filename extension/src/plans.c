@@ -331,6 +331,19 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
+	/*
+	 * The earliest moment up to $2 at which a job of these queues falls due:
+	 * a delayed or held one becomes claimable, a ready one expires.  Not
+	 * locked: a row another claim is promoting still counts.
+	 */
+	[PLAN_NEXT_DUE] = {
+		"SELECT least("
+		" (SELECT pg_catalog.min(available_at) FROM @S@.queue_jobs"
+		"   WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2),"
+		" (SELECT pg_catalog.min(deadline) FROM @S@.queue_jobs"
+		"   WHERE deadline <= $2 AND queue = ANY ($1) AND ready))",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
 	[PLAN_FAIL_EXPIRED] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"

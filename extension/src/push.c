@@ -29,6 +29,19 @@ enum
 };
 
 /*
+ * A job that falls due later (delayed, or expiring at its deadline) must
+ * be found by the claims' due-probe: tell duehint.c.
+ */
+void
+NoteJobSpecDue(const JobSpec *job, TimestampTz now)
+{
+	if (job->available_at > now)
+		NoteJobDueAt(job->available_at);
+	if (job->has_deadline)
+		NoteJobDueAt(job->deadline);
+}
+
+/*
  * Insert one job; returns its id, or the id of the job holding its unique
  * key (then *inserted is false).  With schema_1_1 the job's deadline is
  * stored and *wake says whether the queue wants NOTIFY wake-ups.  Must be
@@ -59,6 +72,7 @@ InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 
 	*inserted = true;
 	*wake = false;
+	NoteJobSpecDue(job, now);
 	if (job->unique_key == NULL)
 	{
 		insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_1_1 : PLAN_PUSH);

@@ -88,10 +88,29 @@ FailJobs(FunctionCallInfo fcinfo, QueuePlanId plan, Datum *ids, int count,
 }
 
 /*
+ * The earliest moment before horizon at which a job of these queues falls
+ * due (becomes claimable or expires), or horizon if none does.
+ */
+static TimestampTz
+NextDueMoment(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz horizon)
+{
+	Datum		args[2];
+	bool		isnull;
+	Datum		moment;
+
+	args[0] = PointerGetDatum(queues);
+	args[1] = TimestampTzGetDatum(horizon);
+	QueueExecute(QueuePlan(fcinfo, PLAN_NEXT_DUE), args, NULL, false, SPI_OK_SELECT);
+	moment = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? horizon : Min(DatumGetTimestampTz(moment), horizon);
+}
+
+/*
  * Step 1: delayed and held jobs of these queues whose moment has come become
  * ready; a held job on its last attempt goes to the failed table instead,
  * and (1.1) so does a job past its deadline that is not running.  In the
- * usual case nothing is due and this is one index probe.
+ * usual case nothing is due: the probe then finds nothing, and (1.1, with
+ * preload) the next claims skip it until something may be due (duehint.c).
  */
 static void
 PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
@@ -104,6 +123,16 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 	int			ready_count = 0;
 	int			exhausted_count = 0;
 	int			expired_count = 0;
+	uint64		generation = 0;
+	bool		remember = false;
+
+	if (schema_1_1)
+	{
+		if (DueProbeCanBeSkipped(queues, now))
+			return;
+		/* read before the probe's snapshot is taken: see duehint.c */
+		remember = DueProbeCanBeRemembered(&generation);
+	}
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(now);
@@ -117,12 +146,18 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 				expired_ids[expired_count++] = Int64GetDatum(SpiInt8(row, 1));
 			FailJobs(fcinfo, PLAN_FAIL_EXPIRED, expired_ids, expired_count, now);
 			expired_count = 0;
+			remember = false;
 		}
 	}
 	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_FIND_DUE_1_1 : PLAN_FIND_DUE),
 				 args, NULL, false, SPI_OK_SELECT);
 	if (SPI_processed == 0)
+	{
+		if (remember)
+			RememberDueProbe(queues, generation, now,
+							 NextDueMoment(fcinfo, queues, DueProbeHorizon(now)));
 		return;
+	}
 
 	ready_ids = palloc(sizeof(Datum) * SPI_processed);
 	exhausted_ids = palloc(sizeof(Datum) * SPI_processed);
@@ -161,6 +196,7 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	int			row_columns;
+	bool		lease_isnull;
 	Datum	   *ids;
 	ClaimSlot  *slots;
 	HeapTuple  *claimed;
@@ -201,6 +237,10 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
 	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_CLAIM_UPDATE_1_1 : PLAN_CLAIM_UPDATE),
 				 args, nulls, false, SPI_OK_UPDATE_RETURNING);
 	row_columns = SPI_tuptable->tupdesc->natts;
+	/* a claimed job falls due again when its lease ends */
+	if (SPI_processed > 0)
+		NoteJobDueAt(DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc, 9, &lease_isnull)));
 
 	/* UPDATE returns rows in storage order: put them back in claim order. */
 	claimed = palloc0(sizeof(HeapTuple) * count);

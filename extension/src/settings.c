@@ -83,6 +83,13 @@ QueueTimeAfter(TimestampTz base, Interval *span)
 												   PointerGetDatum(span)));
 }
 
+/* Whether this session's queue clock is shifted from the wall clock. */
+bool
+QueueClockShifted(void)
+{
+	return clock_offset.month != 0 || clock_offset.day != 0 || clock_offset.time != 0;
+}
+
 /* The queue's "now": the wall clock (not the transaction start) plus offset. */
 TimestampTz
 QueueNow(void)

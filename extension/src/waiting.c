@@ -31,6 +31,7 @@
 typedef struct JobqueueShared
 {
 	ConditionVariable jobs_due;
+	pg_atomic_uint64 due_writes;	/* see duehint.c */
 } JobqueueShared;
 
 static JobqueueShared *shared = NULL;
@@ -56,7 +57,10 @@ StartShared(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	shared = ShmemInitStruct("jobqueue", sizeof(JobqueueShared), &found);
 	if (!found)
+	{
 		ConditionVariableInit(&shared->jobs_due);
+		pg_atomic_init_u64(&shared->due_writes, 0);
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -80,6 +84,13 @@ JobqueueRequestWaiting(void)
 	previous_shmem_startup = shmem_startup_hook;
 	shmem_startup_hook = StartShared;
 	RegisterXactCallback(OnTransactionEnd, NULL);
+}
+
+/* The counter of commits that wrote rows falling due soon; NULL without preload. */
+pg_atomic_uint64 *
+SharedDueWritesCounter(void)
+{
+	return shared != NULL ? &shared->due_writes : NULL;
 }
 
 /* This transaction made a job due now: wake waiting claims when it commits. */

@@ -237,11 +237,11 @@ settle
 # ============================================================= 1. push
 # Single pushes: one job (one row) per transaction, 1 and 8 clients.
 mark push
-log "1. push (SELECT 1, floor INSERT, queue_push with wake-ups on/off, batches of 100)"
+log "1. push (SELECT 1, floor INSERT, plain-sql INSERT, queue_push with wake-ups on/off, batches of 100)"
 push_run() {   # key clients script [extra pgbench args]
     local key=$1 clients=$2 script=$3
     shift 3
-    qq -c "TRUNCATE queue_jobs, floor_jobs"
+    qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
     if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
     pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
 }
@@ -263,6 +263,14 @@ for rep in $(seq 1 "$REPS"); do
         rec "push.batch_floor.c$c" "$(calc "$PGB_TPS * 100")"
         push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
         rec "push.batch.c$c" "$(calc "$PGB_TPS * 100")"
+        if (( c == 8 )); then
+            # the same rows into plain_jobs: a table of our shape, with its
+            # claim index (what a second index costs every INSERT)
+            push_run "push.plain.c$c" "$c" plain_insert.sql
+            rec "push.plain.c$c" "$PGB_TPS"
+            push_run "push.batch_plain.c$c" "$c" plain_insert_many.sql -D "jobs=$JOBS100"
+            rec "push.batch_plain.c$c" "$(calc "$PGB_TPS * 100")"
+        fi
     done
     if [[ $MODE == full && $rep == 1 ]]; then
         # Extra (full run, one run each): the same 8-client pushes with synchronous_commit = on (each

@@ -223,26 +223,27 @@ def main(raw, versions=None):
         rtext = f"{r:.2f}× {ref_name}" if r is not None else ("reference" if ref is None and ref_name == "ref" else "")
         w(f"| {scen} | {system} | {clients} | {fmt(v, unit)}{spread(f, key, unit)} | {rtext} |")
 
+    def same_shape_rows(c, label, key, floor_key, ours_key, ours_label, ref_name):
+        """The plain-sql INSERT into a table of our shape, and queue_push against it."""
+        if not f.values(key):
+            return
+        row("1 push", label, c, key, floor_key, ref_name)
+        r = ratio(f.med(ours_key), f.med(key))
+        if r is not None:
+            w(f"| | {ours_label} vs {label} | | | {r:.2f}× plain-sql |")
+
     for c in (1, 8):
         row("1 push", "SELECT 1 (transactions/s)", c, f"push.select1.c{c}")
         row("1 push", "floor INSERT", c, f"push.floor.c{c}", None, "ref")
         row("1 push", "queue_push, wake-ups on", c, f"push.notify.c{c}", f"push.floor.c{c}", "floor")
         row("1 push", "queue_push, wake-ups off", c, f"push.quiet.c{c}", f"push.floor.c{c}", "floor")
-        if f.values(f"push.plain.c{c}"):
-            row("1 push", "plain-sql INSERT (our shape, claim index)", c, f"push.plain.c{c}",
-                f"push.floor.c{c}", "floor")
-            r = ratio(f.med(f"push.quiet.c{c}"), f.med(f"push.plain.c{c}"))
-            if r is not None:
-                w(f"| | queue_push (wake-ups off) vs plain-sql INSERT | | | {r:.2f}× plain-sql |")
+        same_shape_rows(c, "plain-sql INSERT (our shape, claim index)", f"push.plain.c{c}",
+                        f"push.floor.c{c}", f"push.quiet.c{c}", "queue_push (wake-ups off)", "floor")
     for c in (1, 8):
         row("1 push", "floor batched INSERT of 100", c, f"push.batch_floor.c{c}", None, "ref")
         row("1 push", "queue_push_many of 100", c, f"push.batch.c{c}", f"push.batch_floor.c{c}", "floor batch")
-        if f.values(f"push.batch_plain.c{c}"):
-            row("1 push", "plain-sql batched INSERT of 100", c, f"push.batch_plain.c{c}",
-                f"push.batch_floor.c{c}", "floor batch")
-            r = ratio(f.med(f"push.batch.c{c}"), f.med(f"push.batch_plain.c{c}"))
-            if r is not None:
-                w(f"| | queue_push_many vs plain-sql batched INSERT | | | {r:.2f}× plain-sql |")
+        same_shape_rows(c, "plain-sql batched INSERT of 100", f"push.batch_plain.c{c}",
+                        f"push.batch_floor.c{c}", f"push.batch.c{c}", "queue_push_many", "floor batch")
     if f.values("push.sync_floor.c8"):
         row("1 push, synchronous_commit=on", "floor INSERT", 8, "push.sync_floor.c8", None, "ref")
         row("1 push, synchronous_commit=on", "queue_push, wake-ups on", 8, "push.sync_notify.c8",

@@ -14,8 +14,10 @@ DATA = extension/jobqueue.control \
 MODULE_big = jobqueue
 OBJS = \
 	extension/src/jobqueue.o \
+	extension/src/call.o \
 	extension/src/settings.o \
 	extension/src/plans.o \
+	extension/src/results.o \
 	extension/src/args.o \
 	extension/src/errortext.o \
 	extension/src/push.o \
@@ -75,4 +77,4 @@ version-check:
 	@grep -q '"version": "$(EXTVERSION)"' META.json || { echo "META.json version differs from $(EXTVERSION)"; exit 1; }
 
 # PGXS tracks no header dependencies: every object depends on the shared header.
-$(OBJS): extension/src/jobqueue.h extension/src/cron.h
+$(OBJS): extension/src/jobqueue.h extension/src/contract.h extension/src/cron.h

@@ -6,7 +6,8 @@
  *	  queues with their settings beside their backlog.
  *
  * Settings live in queue_settings, one row per queue that has any; a queue
- * without a row is not paused, leases 60 seconds and sends wake-ups.  A
+ * without a row is not paused, leases JQ_DEFAULT_LEASE_SECONDS and sends
+ * wake-ups.  A
  * pause takes effect for every claim that starts after it commits.
  *
  *-------------------------------------------------------------------------
@@ -32,16 +33,18 @@ PG_FUNCTION_INFO_V1(jobqueue_list);
 Datum
 jobqueue_cancel(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	Datum		args[3];
 	bool		cancelled;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	ArgRequire(fcinfo, 0, "id");
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
-	args[2] = TimestampTzGetDatum(QueueNow());
+	args[2] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_CANCEL), args, NULL, false, SPI_OK_DELETE);
+	QueueExecute(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE);
 	cancelled = SPI_processed == 1;
 	SPI_finish();
 
@@ -52,13 +55,15 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 Datum
 jobqueue_clear(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	Datum		args[1];
 	int64		deleted;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_CLEAR), args, NULL, false, SPI_OK_DELETE);
+	QueueExecute(&call, PLAN_CLEAR, args, NULL, SPI_OK_DELETE);
 	deleted = (int64) SPI_processed;
 	SPI_finish();
 
@@ -69,15 +74,17 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 static void
 WriteSetting(FunctionCallInfo fcinfo, QueuePlanId plan, Datum value, bool value_isnull)
 {
+	JqCall		call;
 	Datum		args[3];
 	char		nulls[3] = {' ', value_isnull ? 'n' : ' ', ' '};
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 	args[1] = value;
-	args[2] = TimestampTzGetDatum(QueueNow());
+	args[2] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, plan), args, nulls, false, SPI_OK_INSERT);
+	QueueExecute(&call, plan, args, nulls, SPI_OK_INSERT);
 	SPI_finish();
 }
 
@@ -97,17 +104,12 @@ jobqueue_resume(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* queue_set_default_lease(queue, lease): NULL goes back to 60 seconds. */
+/* queue_set_default_lease(queue, lease): NULL goes back to the contract's default. */
 Datum
 jobqueue_set_default_lease(PG_FUNCTION_ARGS)
 {
-	Interval   *lease = NULL;
+	Interval   *lease = ArgOptionalLease(fcinfo, 1, "lease");
 
-	if (!PG_ARGISNULL(1))
-	{
-		lease = PG_GETARG_INTERVAL_P(1);
-		CheckLeaseInterval(lease, "lease");
-	}
 	WriteSetting(fcinfo, PLAN_SET_DEFAULT_LEASE, PointerGetDatum(lease), lease == NULL);
 	PG_RETURN_VOID();
 }
@@ -125,19 +127,16 @@ jobqueue_set_notify(PG_FUNCTION_ARGS)
 Datum
 jobqueue_list(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	JqCall		call;
 	Datum		args[1];
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	InitMaterializedSRF(fcinfo, 0);
-	args[0] = TimestampTzGetDatum(QueueNow());
+	args[0] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_LIST), args, NULL, false, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
-	}
+	QueueExecute(&call, PLAN_LIST, args, NULL, SPI_OK_SELECT);
+	SpiRowsToResult(&call);
 	SPI_finish();
 
 	return (Datum) 0;

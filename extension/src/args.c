@@ -4,7 +4,8 @@
  *	  Argument checks shared by every SQL function.
  *
  * The functions are declared non-STRICT so a NULL can be answered with a
- * clear error instead of a silent NULL result.  The rules (API.md):
+ * clear error instead of a silent NULL result.  The rules (README,
+ * "Functions"; the numbers are in contract.h):
  *   - NULL for an argument that has a default means that default;
  *   - NULL for an argument without a default raises 22004;
  *   - a bad value raises 22023, an over-long one 54000;
@@ -189,15 +190,6 @@ ArgInt(FunctionCallInfo fcinfo, int argno, const char *argname,
 	return value;
 }
 
-static Interval *
-IntervalFromText(const char *text_value)
-{
-	return DatumGetIntervalP(DirectFunctionCall3(interval_in,
-												 CStringGetDatum(text_value),
-												 ObjectIdGetDatum(InvalidOid),
-												 Int32GetDatum(-1)));
-}
-
 static int
 IntervalCompare(Interval *a, Interval *b)
 {
@@ -213,21 +205,48 @@ IntervalText(Interval *span)
 											   IntervalPGetDatum(span)));
 }
 
-/*
- * An interval argument.  With default_value NULL the argument is required;
- * otherwise NULL means that default.
- */
+/* A required interval argument. */
 Interval *
-ArgInterval(FunctionCallInfo fcinfo, int argno, const char *argname,
-			const char *default_value)
+ArgInterval(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
-	if (PG_ARGISNULL(argno))
-	{
-		if (default_value == NULL)
-			ArgRequire(fcinfo, argno, argname);
-		return IntervalFromText(default_value);
-	}
+	ArgRequire(fcinfo, argno, argname);
 	return PG_GETARG_INTERVAL_P(argno);
+}
+
+/* A delay, zero or more; NULL when the argument is NULL (the caller's default). */
+Interval *
+ArgOptionalDelay(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	Interval   *delay;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	delay = PG_GETARG_INTERVAL_P(argno);
+	CheckNonNegativeInterval(delay, argname);
+	return delay;
+}
+
+/* A lease within the contract's bounds; NULL when the argument is NULL. */
+Interval *
+ArgOptionalLease(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	Interval   *lease;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	lease = PG_GETARG_INTERVAL_P(argno);
+	CheckLeaseInterval(lease, argname);
+	return lease;
+}
+
+/* The contract's default lease, for a 1.0 claim given none. */
+Interval *
+DefaultLease(void)
+{
+	Interval   *lease = palloc0(sizeof(Interval));
+
+	lease->time = JQ_DEFAULT_LEASE_SECONDS * USECS_PER_SEC;
+	return lease;
 }
 
 /* A delay: zero or more. */
@@ -243,19 +262,35 @@ CheckNonNegativeInterval(Interval *span, const char *argname)
 						argname, IntervalText(span))));
 }
 
-/* A lease: from 1 second to 1 day. */
+/* A lease: from JQ_LEASE_MIN_SECONDS (1 second) to JQ_LEASE_MAX_SECONDS (1 day). */
 void
 CheckLeaseInterval(Interval *span, const char *argname)
 {
-	Interval	one_second = {USECS_PER_SEC, 0, 0};
-	Interval	one_day = {USECS_PER_DAY, 0, 0};
+	Interval	shortest = {JQ_LEASE_MIN_SECONDS * USECS_PER_SEC, 0, 0};
+	Interval	longest = {JQ_LEASE_MAX_SECONDS * USECS_PER_SEC, 0, 0};
 
-	if (IntervalCompare(span, &one_second) < 0 ||
-		IntervalCompare(span, &one_day) > 0)
+	StaticAssertStmt(JQ_LEASE_MIN_SECONDS == 1 && JQ_LEASE_MAX_SECONDS == 86400,
+					 "the message below names the lease bounds");
+	if (IntervalCompare(span, &shortest) < 0 ||
+		IntervalCompare(span, &longest) > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must be between 1 second and 1 day, got %s",
 						argname, IntervalText(span))));
+}
+
+/* A wait: zero to JQ_WAIT_MAX_SECONDS (1 hour). */
+void
+CheckWaitInterval(Interval *span, const char *argname)
+{
+	Interval	longest = {JQ_WAIT_MAX_SECONDS * USECS_PER_SEC, 0, 0};
+
+	StaticAssertStmt(JQ_WAIT_MAX_SECONDS == 3600, "the message below names the bound");
+	CheckNonNegativeInterval(span, argname);
+	if (IntervalCompare(span, &longest) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be at most 1 hour", argname)));
 }
 
 /*

@@ -3,13 +3,17 @@
  * batch.c
  *	  Batch calls: push many jobs, and complete, release or fail many claimed
  *	  jobs, in one call each.  Batching is where a queue's throughput comes
- *	  from: one round trip and one statement instead of hundreds.
+ *	  from: one round trip, and for pushes and deletions one statement,
+ *	  instead of hundreds.
  *
  * queue_push_many takes a JSON array of job objects with the fields of
  * queue_push; jobs without a unique key go in with one INSERT, jobs with one
  * through queue_push's own path (so duplicates, also within the batch, get
  * the holder's id).  The completion calls are fenced per job by its own
- * token, and return the ids they acted on.
+ * token, and return the ids they acted on.  queue_delete_many locks and
+ * deletes in two statements; queue_release_many and queue_fail_many take
+ * the one-job path per job (two statements each), since each job's attempts
+ * decide what happens to it.
  *
  *-------------------------------------------------------------------------
  */
@@ -195,7 +199,7 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 	CheckPayload(job->payload, "payload");
 
 	value = JobField(object, "queue");
-	job->queue = value ? FieldText(value, "queue") : cstring_to_text("default");
+	job->queue = value ? FieldText(value, "queue") : cstring_to_text(JQ_DEFAULT_QUEUE);
 	CheckNameText(job->queue, "queue", JQ_QUEUE_NAME_MAX);
 
 	value = JobField(object, "delay");
@@ -204,7 +208,8 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 	job->available_at = QueueTimeAfter(now, delay);
 
 	value = JobField(object, "priority");
-	job->priority = value ? FieldInteger(value, "priority", PG_INT32_MIN, PG_INT32_MAX) : 0;
+	job->priority = value ? FieldInteger(value, "priority", PG_INT32_MIN, PG_INT32_MAX)
+		: JQ_DEFAULT_PRIORITY;
 
 	value = JobField(object, "unique_key");
 	job->unique_key = value ? FieldText(value, "unique_key") : NULL;
@@ -212,7 +217,8 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 		CheckNameText(job->unique_key, "unique_key", JQ_UNIQUE_KEY_MAX);
 
 	value = JobField(object, "max_attempts");
-	job->max_attempts = value ? FieldInteger(value, "max_attempts", 1, JQ_MAX_ATTEMPTS_LIMIT) : 3;
+	job->max_attempts = value ? FieldInteger(value, "max_attempts", 1, JQ_MAX_ATTEMPTS_LIMIT)
+		: JQ_DEFAULT_MAX_ATTEMPTS;
 
 	value = JobField(object, "deadline");
 	job->has_deadline = value != NULL;
@@ -240,9 +246,10 @@ Int8ArrayResult(int64 *values, int count)
  * job due now are added to *due_queues.
  */
 static void
-InsertPlainRun(FunctionCallInfo fcinfo, const JobSpec *specs, int first, int count,
-			   TimestampTz now, int64 *ids, List **due_queues)
+InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
+			   int64 *ids, List **due_queues)
 {
+	TimestampTz now = call->now;
 	static const Oid types[6] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID};
 	Datum	   *columns[7];
 	Datum		args[8];
@@ -280,7 +287,7 @@ InsertPlainRun(FunctionCallInfo fcinfo, const JobSpec *specs, int first, int cou
 	args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
 												 TIMESTAMPTZOID, sizeof(TimestampTz),
 												 true, TYPALIGN_DOUBLE));
-	QueueExecute(QueuePlan(fcinfo, PLAN_PUSH_BATCH), args, NULL, false, SPI_OK_INSERT_RETURNING);
+	QueueExecute(call, PLAN_PUSH_BATCH, args, NULL, SPI_OK_INSERT_RETURNING);
 	if (SPI_processed != (uint64) count)
 		elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
 			 SPI_processed, count);
@@ -288,10 +295,7 @@ InsertPlainRun(FunctionCallInfo fcinfo, const JobSpec *specs, int first, int cou
 	/* RETURNING gives the rows in insertion order, which is input order */
 	for (int row = 0; row < count; row++)
 	{
-		bool		isnull;
-
-		ids[first + row] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row],
-													   SPI_tuptable->tupdesc, 1, &isnull));
+		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
 		if (specs[first + row].available_at <= now)
 			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
 	}
@@ -306,16 +310,17 @@ InsertPlainRun(FunctionCallInfo fcinfo, const JobSpec *specs, int first, int cou
 Datum
 jobqueue_push_many(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	Jsonb	   *jobs;
 	int			count;
 	JobSpec    *specs;
 	int64	   *ids;
-	TimestampTz now = QueueNow();
 	ErrorContextCallback context;
 	int			element = 0;
 	int			run_start = 0;
 	List	   *due_queues = NIL;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	ArgRequire(fcinfo, 0, "jobs");
 	jobs = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_ARRAY(jobs) || JB_ROOT_IS_SCALAR(jobs))
@@ -336,7 +341,8 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 	context.previous = error_context_stack;
 	error_context_stack = &context;
 	for (element = 0; element < count; element++)
-		ReadJobSpec(getIthJsonbValueFromContainer(&jobs->root, element), &specs[element], now);
+		ReadJobSpec(getIthJsonbValueFromContainer(&jobs->root, element), &specs[element],
+					call.now);
 	error_context_stack = context.previous;
 
 	ids = palloc(sizeof(int64) * Max(count, 1));
@@ -349,16 +355,16 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 		if (i < count && specs[i].unique_key == NULL)
 			continue;
 		if (i > run_start)
-			InsertPlainRun(fcinfo, specs, run_start, i - run_start, now, ids, &due_queues);
+			InsertPlainRun(&call, specs, run_start, i - run_start, ids, &due_queues);
 		run_start = i + 1;
 		if (i == count)
 			break;
 		CHECK_FOR_INTERRUPTS();
-		ids[i] = InsertJob(fcinfo, &specs[i], now, true, &inserted, &wants_wake);
-		if (inserted && specs[i].available_at <= now)
+		ids[i] = InsertJob(&call, &specs[i], &inserted, &wants_wake);
+		if (inserted && specs[i].available_at <= call.now)
 			due_queues = AddWakeQueue(due_queues, specs[i].queue);
 	}
-	WakeQueuesThatWantIt(fcinfo, due_queues);
+	WakeQueuesThatWantIt(&call, due_queues);
 	SPI_finish();
 
 	return Int8ArrayResult(ids, count);
@@ -389,9 +395,10 @@ CompareIdTokens(const void *a, const void *b)
 Datum
 jobqueue_delete_many(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64	   *ids;
 	int64	   *tokens;
-	int			count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	int			count;
 	Datum	   *id_datums;
 	IdToken    *current;
 	int			current_count;
@@ -400,6 +407,8 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	Datum		args[1];
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	if (count == 0)
 		return Int8ArrayResult(NULL, 0);
 
@@ -412,24 +421,19 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(id_datums, count));
-	QueueExecute(QueuePlan(fcinfo, PLAN_LOCK_CLAIMED_MANY), args, NULL, false, SPI_OK_SELECT);
+	QueueExecute(&call, PLAN_LOCK_CLAIMED_MANY, args, NULL, SPI_OK_SELECT);
 
 	/* the current claims, sorted by id; a job nobody holds matches no pair */
 	current = palloc(sizeof(IdToken) * Max(SPI_processed, 1));
 	current_count = 0;
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		bool		isnull;
-		Datum		token = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-										  2, &isnull);
-
-		if (isnull)
+		/* columns: id, token (NULL while nobody holds the job) */
+		if (SpiIsNull(row, 2))
 			continue;
-		current[current_count].token = DatumGetInt64(token);
+		current[current_count].id = SpiInt8(row, 1);
+		current[current_count].token = SpiInt8(row, 2);
 		current[current_count].taken = false;
-		current[current_count].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[row],
-																SPI_tuptable->tupdesc, 1,
-																&isnull));
 		current_count++;
 	}
 	qsort(current, current_count, sizeof(IdToken), CompareIdTokens);
@@ -451,7 +455,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	if (done_count > 0)
 	{
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, done_count));
-		QueueExecute(QueuePlan(fcinfo, PLAN_DELETE_IDS), args, NULL, false, SPI_OK_DELETE);
+		QueueExecute(&call, PLAN_DELETE_IDS, args, NULL, SPI_OK_DELETE);
 	}
 	SPI_finish();
 
@@ -465,21 +469,21 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 Datum
 jobqueue_release_many(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64	   *ids;
 	int64	   *tokens;
-	int			count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
-	Interval   *delay = NULL;
-	text	   *error = ArgErrorText(fcinfo, 3);
-	TimestampTz now = QueueNow();
-	int64	   *done = palloc(sizeof(int64) * Max(count, 1));
+	int			count;
+	Interval   *delay;
+	text	   *error;
+	int64	   *done;
 	int			done_count = 0;
 	List	   *due_queues = NIL;
 
-	if (!PG_ARGISNULL(2))
-	{
-		delay = PG_GETARG_INTERVAL_P(2);
-		CheckNonNegativeInterval(delay, "delay");
-	}
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	error = ArgErrorText(fcinfo, 3);
+	delay = ArgOptionalDelay(fcinfo, 2, "delay");
+	done = palloc(sizeof(int64) * Max(count, 1));
 
 	SPI_connect();
 	for (int i = 0; i < count; i++)
@@ -487,13 +491,13 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 		text	   *due_queue;
 
 		CHECK_FOR_INTERRUPTS();
-		if (!ReleaseClaimed(fcinfo, ids[i], tokens[i], delay, error, now, &due_queue))
+		if (!ReleaseClaimed(&call, ids[i], tokens[i], delay, error, &due_queue))
 			continue;
 		done[done_count++] = ids[i];
 		if (due_queue != NULL)
 			due_queues = AddWakeQueue(due_queues, due_queue);
 	}
-	WakeQueuesThatWantIt(fcinfo, due_queues);
+	WakeQueuesThatWantIt(&call, due_queues);
 	SPI_finish();
 
 	return Int8ArrayResult(done, done_count);
@@ -503,19 +507,24 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 Datum
 jobqueue_fail_many(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64	   *ids;
 	int64	   *tokens;
-	int			count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
-	text	   *error = ArgErrorText(fcinfo, 2);
-	TimestampTz now = QueueNow();
-	int64	   *done = palloc(sizeof(int64) * Max(count, 1));
+	int			count;
+	text	   *error;
+	int64	   *done;
 	int			done_count = 0;
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	error = ArgErrorText(fcinfo, 2);
+	done = palloc(sizeof(int64) * Max(count, 1));
 
 	SPI_connect();
 	for (int i = 0; i < count; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (MoveClaimedToFailed(fcinfo, ids[i], tokens[i], error, now))
+		if (MoveClaimedToFailed(&call, ids[i], tokens[i], error))
 			done[done_count++] = ids[i];
 	}
 	SPI_finish();

@@ -25,29 +25,33 @@ PG_FUNCTION_INFO_V1(jobqueue_extend);
 #define BACKOFF_BASE_USECS	(10 * USECS_PER_SEC)
 #define BACKOFF_CAP_USECS	(3600 * USECS_PER_SEC)
 
+/* Columns of PLAN_LOCK_CLAIMED. */
+enum
+{
+	LOCKED_ATTEMPTS = 1, LOCKED_MAX_ATTEMPTS, LOCKED_QUEUE
+};
+
 /*
  * Move the claimed job (id, token) to the failed table in one statement.
  * Returns false when the token is not the current claim's.  Must be called
  * between SPI_connect and SPI_finish.
  */
 bool
-MoveClaimedToFailed(FunctionCallInfo fcinfo, int64 id, int64 token,
-					text *error, TimestampTz now)
+MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
 {
 	Datum		args[4];
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 	args[2] = PointerGetDatum(error);
-	args[3] = TimestampTzGetDatum(now);
-	QueueExecute(QueuePlan(fcinfo, PLAN_MOVE_TO_FAILED), args, NULL, false,
-				 SPI_OK_INSERT_RETURNING);
+	args[3] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_MOVE_TO_FAILED, args, NULL, SPI_OK_INSERT_RETURNING);
 	return SPI_processed == 1;
 }
 
 /*
- * The backoff of API.md: min(1 hour, 10 s * 2^(attempts-1)) times a random
- * factor in [0.5, 1.0], so released jobs of one failure spread out.
+ * The backoff of the contract: min(1 hour, 10 s * 2^(attempts-1)) times a
+ * random factor in [0.5, 1.0], so released jobs of one failure spread out.
  */
 static Interval *
 BackoffDelay(int32 attempts)
@@ -76,17 +80,19 @@ ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token)
 Datum
 jobqueue_delete(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64		id;
 	int64		token;
 	Datum		args[2];
 	bool		deleted;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_DELETE), args, NULL, false, SPI_OK_DELETE);
+	QueueExecute(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE);
 	deleted = SPI_processed == 1;
 	SPI_finish();
 
@@ -102,11 +108,10 @@ jobqueue_delete(PG_FUNCTION_ARGS)
  * queue), else to NULL.  Must be called between SPI_connect and SPI_finish.
  */
 bool
-ReleaseClaimed(FunctionCallInfo fcinfo, int64 id, int64 token, Interval *delay,
-			   text *error, TimestampTz now, text **due_queue)
+ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
+			   text *error, text **due_queue)
 {
 	Datum		args[5];
-	bool		isnull;
 	int32		attempts;
 	int32		max_attempts;
 	text	   *queue;
@@ -117,62 +122,54 @@ ReleaseClaimed(FunctionCallInfo fcinfo, int64 id, int64 token, Interval *delay,
 	/* Lock the claim first, so attempts cannot change under the decision. */
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
-	QueueExecute(QueuePlan(fcinfo, PLAN_LOCK_CLAIMED), args, NULL, false, SPI_OK_SELECT);
+	QueueExecute(call, PLAN_LOCK_CLAIMED, args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;
-	attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	queue = DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	attempts = SpiInt32(0, LOCKED_ATTEMPTS);
+	max_attempts = SpiInt32(0, LOCKED_MAX_ATTEMPTS);
+	queue = SpiTextCopy(0, LOCKED_QUEUE);
 
 	if (attempts >= max_attempts)
 	{
 		if (VARSIZE_ANY_EXHDR(error) == 0)
 			error = cstring_to_text("released with no attempts left");
-		return MoveClaimedToFailed(fcinfo, id, token, error, now);
+		return MoveClaimedToFailed(call, id, token, error);
 	}
 
-	available_at = QueueTimeAfter(now, delay != NULL ? delay : BackoffDelay(attempts));
+	available_at = QueueTimeAfter(call->now, delay != NULL ? delay : BackoffDelay(attempts));
 	NoteJobDueAt(available_at);	/* due again then; a deadline may come first */
 	args[2] = TimestampTzGetDatum(available_at);
-	args[3] = TimestampTzGetDatum(now);
+	args[3] = TimestampTzGetDatum(call->now);
 	args[4] = PointerGetDatum(error);
-	QueueExecute(QueuePlan(fcinfo, PLAN_RELEASE), args, NULL, false, SPI_OK_UPDATE);
+	QueueExecute(call, PLAN_RELEASE, args, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		return false;
-	if (available_at <= now)
+	if (available_at <= call->now)
 		*due_queue = queue;
 	return true;
 }
 
 /* queue_release(id, token, delay, error); from 1.1 a job due now wakes its queue. */
 static Datum
-ReleaseFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
+Release(FunctionCallInfo fcinfo, JqApiVersion version)
 {
+	JqCall		call;
 	int64		id;
 	int64		token;
-	Interval   *delay = NULL;
+	Interval   *delay;
 	text	   *error;
 	text	   *due_queue;
 	bool		released;
-	bool		wake = false;
 
+	JqCallBegin(&call, fcinfo, version);
 	ArgIdAndToken(fcinfo, &id, &token);
-	if (!PG_ARGISNULL(2))
-	{
-		delay = PG_GETARG_INTERVAL_P(2);
-		CheckNonNegativeInterval(delay, "delay");
-	}
+	delay = ArgOptionalDelay(fcinfo, 2, "delay");
 	error = ArgErrorText(fcinfo, 3);
 
 	SPI_connect();
-	released = ReleaseClaimed(fcinfo, id, token, delay, error, QueueNow(), &due_queue);
-	if (schema_1_1 && due_queue != NULL)
-	{
-		MarkJobsDue();
-		wake = QueueWantsWakeups(fcinfo, due_queue);
-		if (wake)
-			WakeQueue(due_queue);	/* queued now: due_queue lives in SPI memory */
-	}
+	released = ReleaseClaimed(&call, id, token, delay, error, &due_queue);
+	if (JqCallSince(&call, JQ_API_1_1) && due_queue != NULL)
+		WakeQueuesThatWantIt(&call, list_make1(due_queue));
 	SPI_finish();
 	PG_RETURN_BOOL(released);
 }
@@ -180,13 +177,13 @@ ReleaseFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 Datum
 jobqueue_release(PG_FUNCTION_ARGS)
 {
-	return ReleaseFromArgs(fcinfo, false);
+	return Release(fcinfo, JQ_API_1_0);
 }
 
 Datum
 jobqueue_release_1_1(PG_FUNCTION_ARGS)
 {
-	return ReleaseFromArgs(fcinfo, true);
+	return Release(fcinfo, JQ_API_1_1);
 }
 
 /*
@@ -196,16 +193,18 @@ jobqueue_release_1_1(PG_FUNCTION_ARGS)
 Datum
 jobqueue_fail(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64		id;
 	int64		token;
 	text	   *error;
 	bool		failed;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	error = ArgErrorText(fcinfo, 2);
 
 	SPI_connect();
-	failed = MoveClaimedToFailed(fcinfo, id, token, error, QueueNow());
+	failed = MoveClaimedToFailed(&call, id, token, error);
 	SPI_finish();
 
 	PG_RETURN_BOOL(failed);
@@ -215,23 +214,25 @@ jobqueue_fail(PG_FUNCTION_ARGS)
 Datum
 jobqueue_extend(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64		id;
 	int64		token;
 	Interval   *lease;
 	Datum		args[3];
 	bool		extended;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
-	lease = ArgInterval(fcinfo, 2, "lease", NULL);
+	lease = ArgInterval(fcinfo, 2, "lease");
 	CheckLeaseInterval(lease, "lease");
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
-	args[2] = TimestampTzGetDatum(QueueTimeAfter(QueueNow(), lease));
+	args[2] = TimestampTzGetDatum(QueueTimeAfter(call.now, lease));
 	NoteJobDueAt(DatumGetTimestampTz(args[2]));	/* the lease may end sooner */
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_EXTEND), args, NULL, false, SPI_OK_UPDATE);
+	QueueExecute(&call, PLAN_EXTEND, args, NULL, SPI_OK_UPDATE);
 	extended = SPI_processed == 1;
 	SPI_finish();
 

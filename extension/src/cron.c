@@ -310,6 +310,21 @@ NextDay(struct pg_tm *tm)
 	tm->tm_min = 0;
 }
 
+static void
+NextHour(struct pg_tm *tm)
+{
+	tm->tm_min = 0;
+	if (++tm->tm_hour == 24)
+		NextDay(tm);
+}
+
+static void
+NextMinute(struct pg_tm *tm)
+{
+	if (++tm->tm_min == 60)
+		NextHour(tm);
+}
+
 TimestampTz
 CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 {
@@ -342,13 +357,7 @@ CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 				 errmsg("timestamp out of range")));
 	/* the next whole minute of local time */
 	tm.tm_sec = 0;
-	tm.tm_min += 1;
-	if (tm.tm_min == 60)
-	{
-		tm.tm_min = 0;
-		if (++tm.tm_hour == 24)
-			NextDay(&tm);
-	}
+	NextMinute(&tm);
 	start_year = tm.tm_year;
 
 	while (tm.tm_year <= start_year + 8)
@@ -377,19 +386,12 @@ CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 		}
 		if (!((s->hours >> tm.tm_hour) & 1))
 		{
-			tm.tm_min = 0;
-			if (++tm.tm_hour == 24)
-				NextDay(&tm);
+			NextHour(&tm);
 			continue;
 		}
 		if (!((s->minutes >> tm.tm_min) & 1))
 		{
-			if (++tm.tm_min == 60)
-			{
-				tm.tm_min = 0;
-				if (++tm.tm_hour == 24)
-					NextDay(&tm);
-			}
+			NextMinute(&tm);
 			continue;
 		}
 
@@ -402,12 +404,7 @@ CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 		/* a repeated local hour can map behind "after": keep walking */
 		if (candidate > after)
 			return candidate;
-		if (++tm.tm_min == 60)
-		{
-			tm.tm_min = 0;
-			if (++tm.tm_hour == 24)
-				NextDay(&tm);
-		}
+		NextMinute(&tm);
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -14,7 +14,7 @@
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
-#define TRUNCATED_MARKER "\n... truncated"
+
 
 /* message[0..len) as text, cut to the limit when longer. */
 text *
@@ -27,12 +27,12 @@ CutErrorText(const char *message, int len)
 	if (len <= JQ_ERROR_TEXT_MAX)
 		return cstring_to_text_with_len(message, len);
 
-	room = JQ_ERROR_TEXT_MAX - (int) strlen(TRUNCATED_MARKER);
+	room = JQ_ERROR_TEXT_MAX - (int) strlen(JQ_TRUNCATED_MARKER);
 	keep = pg_mbcliplen(message, len, room);
-	result = (text *) palloc(VARHDRSZ + keep + strlen(TRUNCATED_MARKER));
-	SET_VARSIZE(result, VARHDRSZ + keep + strlen(TRUNCATED_MARKER));
+	result = (text *) palloc(VARHDRSZ + keep + strlen(JQ_TRUNCATED_MARKER));
+	SET_VARSIZE(result, VARHDRSZ + keep + strlen(JQ_TRUNCATED_MARKER));
 	memcpy(VARDATA(result), message, keep);
-	memcpy(VARDATA(result) + keep, TRUNCATED_MARKER, strlen(TRUNCATED_MARKER));
+	memcpy(VARDATA(result) + keep, JQ_TRUNCATED_MARKER, strlen(JQ_TRUNCATED_MARKER));
 	return result;
 }
 

@@ -25,11 +25,13 @@ PG_FUNCTION_INFO_V1(jobqueue_forget_failed);
 Datum
 jobqueue_failed_count(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	int64		count;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_FAILED_COUNT), NULL, NULL, false, SPI_OK_SELECT);
-	count = SpiInt8(0, 1);
+	QueueExecute(&call, PLAN_FAILED_COUNT, NULL, NULL, SPI_OK_SELECT);
+	count = SpiInt8(0, 1);		/* count(*) */
 	SPI_finish();
 
 	PG_RETURN_INT64(count);
@@ -40,17 +42,19 @@ jobqueue_failed_count(PG_FUNCTION_ARGS)
  * from 1.1 only those of queue, or only the job id, when given.
  */
 static Datum
-FailedRowsFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
+FailedRows(FunctionCallInfo fcinfo, JqApiVersion version)
 {
-	int32		max_rows = ArgInt(fcinfo, 0, "max_rows", 50, 1, PG_INT32_MAX);
+	JqCall		call;
+	int32		max_rows;
 	text	   *queue = NULL;
 	bool		by_id = false;
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
 	QueuePlanId plan = PLAN_FAILED_ROWS;
 
-	if (schema_1_1)
+	JqCallBegin(&call, fcinfo, version);
+	max_rows = ArgInt(fcinfo, 0, "max_rows", JQ_DEFAULT_FAILED_ROWS, 1, PG_INT32_MAX);
+	if (JqCallSince(&call, JQ_API_1_1))
 	{
 		queue = ArgOptionalNameText(fcinfo, 1, "queue", JQ_QUEUE_NAME_MAX);
 		by_id = !PG_ARGISNULL(2);
@@ -66,12 +70,8 @@ FailedRowsFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 		plan = PLAN_FAILED_ROWS_QUEUE;
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, plan), args, nulls, false, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
-	}
+	QueueExecute(&call, plan, args, nulls, SPI_OK_SELECT);
+	SpiRowsToResult(&call);
 	SPI_finish();
 
 	return (Datum) 0;
@@ -80,56 +80,48 @@ FailedRowsFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 Datum
 jobqueue_failed_rows(PG_FUNCTION_ARGS)
 {
-	return FailedRowsFromArgs(fcinfo, false);
+	return FailedRows(fcinfo, JQ_API_1_0);
 }
 
 Datum
 jobqueue_failed_rows_1_1(PG_FUNCTION_ARGS)
 {
-	return FailedRowsFromArgs(fcinfo, true);
+	return FailedRows(fcinfo, JQ_API_1_1);
 }
 
 /*
  * queue_retry_failed(id, max_attempts): requeue one failed job (all when id
  * is NULL) under its original id, attempts 0, due now, no unique key.
- * Returns how many were requeued.  From 1.1 the requeued jobs' queues are
- * woken.
+ * Returns how many were requeued.  From 1.1 the statement returns each
+ * requeued job's queue, and those queues are woken.
  */
 static Datum
-RetryFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
+Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 {
-	int32		max_attempts = ArgInt(fcinfo, 1, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
+	JqCall		call;
+	bool		returns_queues;
 	bool		all_rows = PG_ARGISNULL(0);
 	Datum		args[3];
-	QueuePlanId plan;
 	int64		moved;
 
+	JqCallBegin(&call, fcinfo, version);
+	returns_queues = JqCallSince(&call, JQ_API_1_1);
 	args[0] = all_rows ? Int64GetDatum(0) : PG_GETARG_DATUM(0);
-	args[1] = Int32GetDatum(max_attempts);
-	args[2] = TimestampTzGetDatum(QueueNow());
-	if (schema_1_1)
-		plan = all_rows ? PLAN_RETRY_FAILED_ALL_1_1 : PLAN_RETRY_FAILED_ONE_1_1;
-	else
-		plan = all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE;
+	args[1] = Int32GetDatum(ArgInt(fcinfo, 1, "max_attempts", JQ_DEFAULT_MAX_ATTEMPTS, 1,
+								   JQ_MAX_ATTEMPTS_LIMIT));
+	args[2] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, plan), args, NULL, false,
-				 schema_1_1 ? SPI_OK_INSERT_RETURNING : SPI_OK_INSERT);
+	QueueExecute(&call, all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE, args, NULL,
+				 returns_queues ? SPI_OK_INSERT_RETURNING : SPI_OK_INSERT);
 	moved = (int64) SPI_processed;
-	if (schema_1_1 && moved > 0)
+	if (returns_queues && moved > 0)
 	{
-		SPITupleTable *rows = SPI_tuptable;
 		List	   *queues = NIL;
 
 		for (uint64 row = 0; row < (uint64) moved; row++)
-		{
-			bool		isnull;
-			text	   *queue = DatumGetTextPCopy(SPI_getbinval(rows->vals[row], rows->tupdesc,
-															   1, &isnull));
-
-			queues = AddWakeQueue(queues, queue);
-		}
-		WakeQueuesThatWantIt(fcinfo, queues);
+			queues = AddWakeQueue(queues, SpiTextCopy(row, 1));	/* RETURNING queue */
+		WakeQueuesThatWantIt(&call, queues);
 	}
 	SPI_finish();
 
@@ -139,13 +131,13 @@ RetryFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 Datum
 jobqueue_retry_failed(PG_FUNCTION_ARGS)
 {
-	return RetryFromArgs(fcinfo, false);
+	return Retry(fcinfo, JQ_API_1_0);
 }
 
 Datum
 jobqueue_retry_failed_1_1(PG_FUNCTION_ARGS)
 {
-	return RetryFromArgs(fcinfo, true);
+	return Retry(fcinfo, JQ_API_1_1);
 }
 
 /*
@@ -156,6 +148,7 @@ jobqueue_retry_failed_1_1(PG_FUNCTION_ARGS)
 Datum
 jobqueue_forget_failed(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	bool		by_id = !PG_ARGISNULL(0);
 	bool		by_age = !PG_ARGISNULL(1);
 	bool		all_rows = !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
@@ -163,6 +156,7 @@ jobqueue_forget_failed(PG_FUNCTION_ARGS)
 	QueuePlanId plan;
 	int64		deleted;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	if ((int) by_id + (int) by_age + (int) all_rows != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -182,7 +176,7 @@ jobqueue_forget_failed(PG_FUNCTION_ARGS)
 		plan = PLAN_FORGET_FAILED_ALL;
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, plan), args, NULL, false, SPI_OK_DELETE);
+	QueueExecute(&call, plan, args, NULL, SPI_OK_DELETE);
 	deleted = (int64) SPI_processed;
 	SPI_finish();
 

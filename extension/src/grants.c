@@ -120,21 +120,21 @@ RequireOwner(void)
  * selected() picks by tier.
  */
 static void
-ApplyTier(FunctionCallInfo fcinfo, const char *role, QueueTier tier, bool grant)
+ApplyTier(const JqCall *call, const char *role, QueueTier tier, bool grant)
 {
 	const char *quoted_role = quote_identifier(role);
 	uint64		count;
 	SPITupleTable *functions;
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_TIER_FUNCTIONS), NULL, NULL, false, SPI_OK_SELECT);
+	QueueExecute(call, PLAN_TIER_FUNCTIONS, NULL, NULL, SPI_OK_SELECT);
 	count = SPI_processed;
-	functions = SPI_tuptable;
+	functions = SpiTakeResult();
 
 	if (grant)
 	{
 		char	   *sql = psprintf("GRANT USAGE ON SCHEMA %s TO %s",
-								   QueueSchemaName(), quoted_role);
+								   call->quoted_schema, quoted_role);
 
 		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "jobqueue: \"%s\" failed", sql);
@@ -169,13 +169,15 @@ ApplyTier(FunctionCallInfo fcinfo, const char *role, QueueTier tier, bool grant)
 static Datum
 GrantOrRevoke(FunctionCallInfo fcinfo, bool grant)
 {
+	JqCall		call;
 	char	   *role;
 	QueueTier	tier;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	RequireOwner();
 	role = ArgRole(fcinfo, 0);
 	tier = ArgTier(fcinfo, 1);
-	ApplyTier(fcinfo, role, tier, grant);
+	ApplyTier(&call, role, tier, grant);
 	PG_RETURN_VOID();
 }
 

@@ -3,14 +3,31 @@
  * jobqueue.h
  *	  Declarations shared by the jobqueue extension's C files.
  *
- * The extension is a set of SQL-callable functions over two tables
- * (queue_jobs, queue_failed_jobs).  Each file holds one concern:
+ * The extension is a set of SQL-callable functions over its tables
+ * (queue_jobs, queue_failed_jobs, queue_settings, queue_schedules).  Each
+ * file holds one concern:
+ *   contract.h  - the contract's defaults and limits, written once
+ *   call.c      - the call context every SQL entry point builds first
+ *   plans.c     - SPI statements, prepared once per backend and version
+ *   results.c   - reading SPI results, copying them to set results
  *   settings.c  - GUCs and the queue's clock
- *   plans.c     - SPI plans prepared once per backend, schema-qualified
  *   args.c      - argument checks shared by every function
  *   errortext.c - cutting stored error text to its limit
- *   push.c, reserve.c, complete.c, failed.c, reports.c, grants.c
- *   waiting.c, duehint.c - shared memory: waits, and skipping the due-probe
+ *   push.c      - queue_push (and the insert shared with batches, schedules)
+ *   batch.c     - queue_push_many and the batch completions
+ *   reserve.c   - queue_reserve: promotion, claim, in-server wait
+ *   complete.c  - delete, release, fail, extend of one claimed job
+ *   failed.c    - the failed table: count, rows, retry, forget
+ *   reports.c   - queue_pending, queue_stats
+ *   admin.c     - cancel, clear, pause, default lease, wake-ups, list
+ *   grants.c    - the producer / worker / admin tiers
+ *   wakeup.c    - NOTIFY wake-ups
+ *   cron.c      - cron expressions (cron.h)
+ *   schedules.c - recurring schedules and queue_tick
+ *   ticker.c    - the background ticker (with shared_preload_libraries)
+ *   waiting.c   - shared memory: queue_reserve's wait
+ *   duehint.c   - shared memory: skipping the due-probe
+ * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
  */
@@ -28,14 +45,37 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-/* Limits of the contract (API.md, "Precise rules"). */
-#define JQ_QUEUE_NAME_MAX		64		/* characters */
-#define JQ_JOB_NAME_MAX			200		/* characters */
-#define JQ_UNIQUE_KEY_MAX		200		/* characters */
-#define JQ_WORKER_NAME_MAX		200		/* characters; longer names are cut */
-#define JQ_MAX_ATTEMPTS_LIMIT	1000000
-#define JQ_MAX_JOBS_LIMIT		10000
-#define JQ_ERROR_TEXT_MAX		60000	/* bytes, marker included */
+#include "contract.h"
+
+/*
+ * The versions of the SQL API, as the install and upgrade scripts name
+ * them.  A C entry point exists per SQL function and version whose
+ * behaviour differs; it only says which version it serves.
+ */
+typedef enum JqApiVersion
+{
+	JQ_API_1_0,
+	JQ_API_1_1,					/* deadlines, pause, default leases, wake-ups */
+	JQ_API_1_2,					/* schedules, queue_reserve's wait */
+	JQ_API_COUNT
+} JqApiVersion;
+
+/*
+ * call.c: what every internal function needs to know about the SQL call
+ * it serves, resolved once when the call starts.
+ */
+typedef struct JqCall
+{
+	FunctionCallInfo fcinfo;
+	JqApiVersion version;		/* of the SQL function being called */
+	Oid			schema;			/* the extension's: the function's namespace */
+	const char *quoted_schema;	/* for statements built at run time */
+	TimestampTz now;			/* the queue's clock at the call's start */
+} JqCall;
+
+extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
+extern bool JqCallSince(const JqCall *call, JqApiVersion version);
+extern MemoryContext JqLoopContextCreate(void);
 
 /* settings.c */
 extern int	jobqueue_max_payload_bytes;
@@ -44,7 +84,11 @@ extern TimestampTz QueueNow(void);
 extern bool QueueClockShifted(void);
 extern TimestampTz QueueTimeAfter(TimestampTz base, Interval *span);
 
-/* plans.c: one entry per fixed statement the extension runs */
+/*
+ * plans.c: one entry per fixed statement the extension runs.  A statement
+ * may have a variant per API version; a call gets the newest variant not
+ * newer than its own version (plans.c, plan_defs).
+ */
 typedef enum QueuePlanId
 {
 	PLAN_PUSH,
@@ -73,28 +117,21 @@ typedef enum QueuePlanId
 	PLAN_FORGET_FAILED_BEFORE,
 	PLAN_FORGET_FAILED_ALL,
 	PLAN_TIER_FUNCTIONS,
-	/* 1.1 */
-	PLAN_PUSH_1_1,
-	PLAN_PUSH_UNIQUE_1_1,
+	/* since 1.1 */
 	PLAN_PUSH_BATCH,
 	PLAN_QUEUE_WANTS_WAKEUPS,
-	PLAN_FIND_DUE_1_1,
 	PLAN_FIND_EXPIRED_READY,
 	PLAN_NEXT_DUE,
 	PLAN_FAIL_EXPIRED,
-	PLAN_CLAIM_CANDIDATES_1_1,
-	PLAN_CLAIM_UPDATE_1_1,
 	PLAN_LOCK_CLAIMED_MANY,
 	PLAN_DELETE_IDS,
-	PLAN_RETRY_FAILED_ONE_1_1,
-	PLAN_RETRY_FAILED_ALL_1_1,
 	PLAN_CANCEL,
 	PLAN_CLEAR,
 	PLAN_SET_PAUSED,
 	PLAN_SET_DEFAULT_LEASE,
 	PLAN_SET_NOTIFY,
 	PLAN_LIST,
-	/* 1.2 */
+	/* since 1.2 */
 	PLAN_SCHEDULE_LOCK,
 	PLAN_SCHEDULE_UPSERT,
 	PLAN_SCHEDULE_REMOVE,
@@ -104,13 +141,39 @@ typedef enum QueuePlanId
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
-extern SPIPlanPtr QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id);
-extern const char *QueueSchemaName(void);
+/* Columns (1-based) of the rows a claim's UPDATE returns, a queue_job. */
+typedef enum ClaimedColumn
+{
+	CLAIMED_ID = 1,
+	CLAIMED_QUEUE,
+	CLAIMED_NAME,
+	CLAIMED_PAYLOAD,
+	CLAIMED_ATTEMPTS,
+	CLAIMED_MAX_ATTEMPTS,
+	CLAIMED_PRIORITY,
+	CLAIMED_TOKEN,
+	CLAIMED_RESERVED_UNTIL,
+	CLAIMED_CREATED_AT,
+	CLAIMED_LAST_ERROR,
+	CLAIMED_DEADLINE			/* since 1.1 */
+} ClaimedColumn;
+
+extern SPIPlanPtr QueuePlan(const JqCall *call, QueuePlanId id);
+extern const char *QueueSchemaQuoted(Oid schema);
+extern int	QueueExecute(const JqCall *call, QueuePlanId id, Datum *values,
+						 const char *nulls, int expected);
+
+/* results.c */
 extern ArrayType *Int8ArrayFromDatums(Datum *values, int count);
 extern int64 SpiInt8(uint64 row, int column);
+extern int32 SpiInt32(uint64 row, int column);
 extern bool SpiBool(uint64 row, int column);
-extern int	QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls,
-						 bool read_only, int expected);
+extern TimestampTz SpiTimestampTz(uint64 row, int column);
+extern text *SpiTextCopy(uint64 row, int column);
+extern Jsonb *SpiJsonbCopy(uint64 row, int column);
+extern bool SpiIsNull(uint64 row, int column);
+extern SPITupleTable *SpiTakeResult(void);
+extern void SpiRowsToResult(const JqCall *call);
 
 /* args.c */
 extern bool ParseIntervalQuietly(const char *input, Interval *result);
@@ -124,10 +187,13 @@ extern void CheckNameText(text *value, const char *argname, int max_chars);
 extern text *ArgWorkerText(FunctionCallInfo fcinfo, int argno);
 extern int32 ArgInt(FunctionCallInfo fcinfo, int argno, const char *argname,
 					int32 default_value, int32 min_value, int32 max_value);
-extern Interval *ArgInterval(FunctionCallInfo fcinfo, int argno,
-							 const char *argname, const char *default_value);
+extern Interval *ArgInterval(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern Interval *ArgOptionalDelay(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern Interval *ArgOptionalLease(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern Interval *DefaultLease(void);
 extern void CheckNonNegativeInterval(Interval *span, const char *argname);
 extern void CheckLeaseInterval(Interval *span, const char *argname);
+extern void CheckWaitInterval(Interval *span, const char *argname);
 extern Jsonb *ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern void CheckPayload(Jsonb *payload, const char *argname);
 extern int	ArgIdTokenArrays(FunctionCallInfo fcinfo, int64 **ids, int64 **tokens);
@@ -150,8 +216,7 @@ typedef struct JobSpec
 	TimestampTz deadline;
 } JobSpec;
 
-extern int64 InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
-					   bool schema_1_1, bool *inserted, bool *wake);
+extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
 
@@ -178,15 +243,14 @@ extern void JobqueueDefineTicker(bool preloading);
 /* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name */
 #define JQ_NOTIFY_CHANNEL "jobqueue"
 extern void WakeQueue(text *queue);
-extern bool QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue);
+extern bool QueueWantsWakeups(const JqCall *call, text *queue);
 extern List *AddWakeQueue(List *queues, text *queue);
-extern void WakeQueuesThatWantIt(FunctionCallInfo fcinfo, List *queues);
+extern void WakeQueuesThatWantIt(const JqCall *call, List *queues);
 
 /* complete.c: finishing one claimed job, shared with the batch calls */
-extern bool MoveClaimedToFailed(FunctionCallInfo fcinfo, int64 id, int64 token,
-								text *error, TimestampTz now);
-extern bool ReleaseClaimed(FunctionCallInfo fcinfo, int64 id, int64 token, Interval *delay,
-						   text *error, TimestampTz now, text **due_queue);
+extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error);
+extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
+						   text *error, text **due_queue);
 extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 
 #endif							/* JOBQUEUE_H */

@@ -4,11 +4,17 @@
  *	  The fixed statements of the extension, prepared once per backend.
  *
  * Each statement is written with "@S@" where the extension's schema goes;
- * the schema is taken from the namespace of the SQL function being called
- * (it is the extension's schema) and quoted in.  Together with the
+ * the schema is the namespace of the SQL function being called (it is the
+ * extension's schema, resolved once per call in call.c) and quoted in.  Together with the
  * functions' fixed search_path this keeps a caller's search_path from
  * redirecting any query.  Plans are kept with SPI_keepplan; if the schema
  * changes (extension dropped and created elsewhere), all are rebuilt.
+ *
+ * A statement whose text changed with an API version has one entry per
+ * version that changed it, under [statement][version]; a call uses the
+ * newest entry not newer than the version of the SQL function it serves,
+ * so a 1.2 call runs the 1.1 text of a statement 1.2 left alone, and a
+ * statement that only exists since 1.1 cannot run for a 1.0 schema.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,10 +31,13 @@
 
 typedef struct QueuePlanDef
 {
-	const char *sql;
+	const char *sql;			/* NULL: no text of its own for this version */
 	int			nargs;
 	Oid			argtypes[MAX_PLAN_ARGS];
 } QueuePlanDef;
+
+/* A contract number quoted into SQL text. */
+#define SQL_NUMBER(n) CppAsString2(n)
 
 /* Columns copied when a job moves to the failed table. */
 #define FAILED_COLUMNS \
@@ -55,7 +64,7 @@ typedef struct QueuePlanDef
 #define WANTS_WAKEUPS \
 	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $1 AND NOT s.notify)"
 
-/* The lease of a claim: the given one ($4), the queue's ($2) default, or 60 s. */
+/* The lease of a claim: the given one ($4), else the queue's ($2) default, else the contract's. */
 #define CLAIM_LEASE \
 	"coalesce($4, (SELECT s.default_lease FROM @S@.queue_settings s WHERE s.queue = $2)," \
 	" interval '60 seconds')"
@@ -69,13 +78,14 @@ typedef struct QueuePlanDef
 	"CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error ELSE '' END"
 
 /*
- * An error text composed in SQL, kept within JQ_ERROR_TEXT_MAX bytes like
- * CutErrorText does: 14,996 characters are at most 59,984 bytes, so with
- * the marker the result stays under 60,000 and is cut between characters.
+ * An error text composed in SQL, kept within JQ_ERROR_TEXT_MAX bytes and
+ * cut between characters as CutErrorText does (contract.h says why it
+ * keeps JQ_ERROR_TEXT_SQL_KEEP characters).
  */
 #define CUT_ERROR_TEXT(expr) \
-	" CASE WHEN pg_catalog.octet_length(" expr ") <= 60000 THEN " expr \
-	" ELSE pg_catalog.left(" expr ", 14996) || pg_catalog.chr(10) || '... truncated' END"
+	" CASE WHEN pg_catalog.octet_length(" expr ") <= " SQL_NUMBER(JQ_ERROR_TEXT_MAX) " THEN " expr \
+	" ELSE pg_catalog.left(" expr ", " SQL_NUMBER(JQ_ERROR_TEXT_SQL_KEEP) ")" \
+	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
 
 /* Puts the rows of "moved" back into queue_jobs, as a retry does. */
 #define RETRY_INSERT \
@@ -85,8 +95,8 @@ typedef struct QueuePlanDef
 	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" \
 	" FROM moved"
 
-static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
-	[PLAN_PUSH] = {
+static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
+	[PLAN_PUSH][JQ_API_1_0] = {
 		"INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7)"
@@ -94,7 +104,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		7, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 	/* A held key is expected, not an error: DO NOTHING, then find the holder. */
-	[PLAN_PUSH_UNIQUE] = {
+	[PLAN_PUSH_UNIQUE][JQ_API_1_0] = {
 		"INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, unique_key)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8)"
@@ -102,7 +112,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		" RETURNING id",
 		8, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
-	[PLAN_FIND_UNIQUE_HOLDER] = {
+	[PLAN_FIND_UNIQUE_HOLDER][JQ_API_1_0] = {
 		"SELECT id FROM @S@.queue_jobs WHERE unique_key = $1",
 		1, {TEXTOID}
 	},
@@ -112,17 +122,17 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	 * two workers do not promote the same row.  "exhausted": a held job on
 	 * its last attempt whose lease ran out (its worker died).
 	 */
-	[PLAN_FIND_DUE] = {
+	[PLAN_FIND_DUE][JQ_API_1_0] = {
 		"SELECT id, attempts >= max_attempts FROM @S@.queue_jobs"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
-		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
-	[PLAN_MAKE_READY] = {
+	[PLAN_MAKE_READY][JQ_API_1_0] = {
 		"UPDATE @S@.queue_jobs SET ready = true WHERE id = ANY ($1) AND NOT ready",
 		1, {INT8ARRAYOID}
 	},
-	[PLAN_FAIL_EXHAUSTED] = {
+	[PLAN_FAIL_EXHAUSTED][JQ_API_1_0] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
 		")"
@@ -142,14 +152,14 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	 * step past each other; then the UPDATE that re-checks everything the
 	 * search relied on.
 	 */
-	[PLAN_CLAIM_CANDIDATES] = {
+	[PLAN_CLAIM_CANDIDATES][JQ_API_1_0] = {
 		"SELECT id FROM @S@.queue_jobs"
 		" WHERE ready AND queue = $1 AND available_at <= $2"
 		" ORDER BY priority DESC, available_at, id"
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
-	[PLAN_CLAIM_UPDATE] = {
+	[PLAN_CLAIM_UPDATE][JQ_API_1_0] = {
 		"UPDATE @S@.queue_jobs"
 		" SET ready = false, attempts = attempts + 1, available_at = $4,"
 		"     reserved_until = $4, reserved_by = $5,"
@@ -161,16 +171,16 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
 
-	[PLAN_DELETE] = {
+	[PLAN_DELETE][JQ_API_1_0] = {
 		"DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2",
 		2, {INT8OID, INT8OID}
 	},
-	[PLAN_LOCK_CLAIMED] = {
+	[PLAN_LOCK_CLAIMED][JQ_API_1_0] = {
 		"SELECT attempts, max_attempts, queue FROM @S@.queue_jobs"
 		" WHERE id = $1 AND token = $2 FOR UPDATE",
 		2, {INT8OID, INT8OID}
 	},
-	[PLAN_RELEASE] = {
+	[PLAN_RELEASE][JQ_API_1_0] = {
 		"UPDATE @S@.queue_jobs"
 		" SET ready = $3 <= $4, available_at = $3, reserved_until = NULL,"
 		"     reserved_by = NULL, token = NULL, last_error = $5"
@@ -178,7 +188,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/* One statement, so a job is never in both tables nor in neither. */
-	[PLAN_MOVE_TO_FAILED] = {
+	[PLAN_MOVE_TO_FAILED][JQ_API_1_0] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2 RETURNING *"
 		")"
@@ -191,7 +201,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		" RETURNING id",
 		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID}
 	},
-	[PLAN_EXTEND] = {
+	[PLAN_EXTEND][JQ_API_1_0] = {
 		"UPDATE @S@.queue_jobs"
 		" SET ready = false, available_at = $3, reserved_until = $3"
 		" WHERE id = $1 AND token = $2",
@@ -199,68 +209,68 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	},
 
 	/* Claimable now: available_at has come (for a held job: its lease ran out). */
-	[PLAN_PENDING_ALL] = {
+	[PLAN_PENDING_ALL][JQ_API_1_0] = {
 		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs WHERE available_at <= $1",
 		1, {TIMESTAMPTZOID}
 	},
 	/* Spelt per "ready" so each arm can use its partial index. */
-	[PLAN_PENDING_QUEUE] = {
+	[PLAN_PENDING_QUEUE][JQ_API_1_0] = {
 		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs"
 		" WHERE (ready AND queue = $2 AND available_at <= $1)"
 		"    OR (NOT ready AND queue = $2 AND available_at <= $1)",
 		2, {TIMESTAMPTZOID, TEXTOID}
 	},
-	[PLAN_STATS] = {
+	[PLAN_STATS][JQ_API_1_0] = {
 		BACKLOG_COUNTS " ORDER BY queue COLLATE \"C\"",
 		1, {TIMESTAMPTZOID}
 	},
 
-	[PLAN_FAILED_COUNT] = {
+	[PLAN_FAILED_COUNT][JQ_API_1_0] = {
 		"SELECT pg_catalog.count(*) FROM @S@.queue_failed_jobs",
 		0, {0}
 	},
-	[PLAN_FAILED_ROWS] = {
+	[PLAN_FAILED_ROWS][JQ_API_1_0] = {
 		"SELECT * FROM @S@.queue_failed_jobs ORDER BY failed_at DESC, id DESC LIMIT $1",
 		1, {INT4OID}
 	},
-	[PLAN_FAILED_ROWS_QUEUE] = {
+	[PLAN_FAILED_ROWS_QUEUE][JQ_API_1_0] = {
 		"SELECT * FROM @S@.queue_failed_jobs WHERE queue = $2"
 		" ORDER BY failed_at DESC, id DESC LIMIT $1",
 		2, {INT4OID, TEXTOID}
 	},
-	[PLAN_FAILED_ROW_ID] = {
+	[PLAN_FAILED_ROW_ID][JQ_API_1_0] = {
 		"SELECT * FROM @S@.queue_failed_jobs WHERE id = $3 AND ($2::pg_catalog.text IS NULL OR queue = $2)",
 		3, {INT4OID, TEXTOID, INT8OID}
 	},
 	/* Each row moves back in one statement: it is never in both tables. */
-	[PLAN_RETRY_FAILED_ONE] = {
+	[PLAN_RETRY_FAILED_ONE][JQ_API_1_0] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
 		")" RETRY_INSERT,
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
 	/* $1 (the id) is unused here: both retry plans take the same arguments */
-	[PLAN_RETRY_FAILED_ALL] = {
+	[PLAN_RETRY_FAILED_ALL][JQ_API_1_0] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
 		")" RETRY_INSERT,
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
-	[PLAN_FORGET_FAILED_ONE] = {
+	[PLAN_FORGET_FAILED_ONE][JQ_API_1_0] = {
 		"DELETE FROM @S@.queue_failed_jobs WHERE id = $1",
 		1, {INT8OID}
 	},
-	[PLAN_FORGET_FAILED_BEFORE] = {
+	[PLAN_FORGET_FAILED_BEFORE][JQ_API_1_0] = {
 		"DELETE FROM @S@.queue_failed_jobs WHERE failed_at < $1",
 		1, {TIMESTAMPTZOID}
 	},
-	[PLAN_FORGET_FAILED_ALL] = {
+	[PLAN_FORGET_FAILED_ALL][JQ_API_1_0] = {
 		"DELETE FROM @S@.queue_failed_jobs",
 		0, {0}
 	},
 
 	/* The extension's own functions, by name, as text signatures. */
-	[PLAN_TIER_FUNCTIONS] = {
+	[PLAN_TIER_FUNCTIONS][JQ_API_1_0] = {
 		"SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proname::pg_catalog.text"
 		" FROM pg_catalog.pg_depend d"
 		" JOIN pg_catalog.pg_proc p ON p.oid = d.objid"
@@ -274,7 +284,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 
 	/* ---- 1.1: deadlines, wake-ups, batches, administration ---- */
 
-	[PLAN_PUSH_1_1] = {
+	[PLAN_PUSH][JQ_API_1_1] = {
 		"INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9)"
@@ -282,7 +292,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 			TEXTOID, TIMESTAMPTZOID}
 	},
-	[PLAN_PUSH_UNIQUE_1_1] = {
+	[PLAN_PUSH_UNIQUE][JQ_API_1_1] = {
 		"INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  unique_key, deadline)"
@@ -293,7 +303,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 			TEXTOID, TIMESTAMPTZOID}
 	},
 	/* Jobs without unique keys, in one statement; ids come back in input order. */
-	[PLAN_PUSH_BATCH] = {
+	[PLAN_PUSH_BATCH][JQ_API_1_1] = {
 		"INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
 		" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl"
@@ -304,7 +314,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		8, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
 			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
 	},
-	[PLAN_QUEUE_WANTS_WAKEUPS] = {
+	[PLAN_QUEUE_WANTS_WAKEUPS][JQ_API_1_1] = {
 		"SELECT " WANTS_WAKEUPS,
 		1, {TEXTOID}
 	},
@@ -313,11 +323,11 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	 * As PLAN_FIND_DUE, plus jobs past their deadline that are not running
 	 * (ready, or their lease ran out): those are failed as expired.
 	 */
-	[PLAN_FIND_DUE_1_1] = {
+	[PLAN_FIND_DUE][JQ_API_1_1] = {
 		"SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2"
 		" FROM @S@.queue_jobs"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
-		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
 	/*
@@ -325,10 +335,10 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	 * statements, not one with an OR: each arm then keeps its own partial
 	 * index in a generic plan, where an OR made the planner scan the table.
 	 */
-	[PLAN_FIND_EXPIRED_READY] = {
+	[PLAN_FIND_EXPIRED_READY][JQ_API_1_1] = {
 		"SELECT id FROM @S@.queue_jobs"
 		" WHERE deadline <= $2 AND queue = ANY ($1) AND ready"
-		" LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
 	/*
@@ -336,7 +346,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	 * a delayed or held one becomes claimable, a ready one expires.  Not
 	 * locked: a row another claim is promoting still counts.
 	 */
-	[PLAN_NEXT_DUE] = {
+	[PLAN_NEXT_DUE][JQ_API_1_1] = {
 		"SELECT least("
 		" (SELECT pg_catalog.min(available_at) FROM @S@.queue_jobs"
 		"   WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2),"
@@ -344,7 +354,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		"   WHERE deadline <= $2 AND queue = ANY ($1) AND ready))",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
-	[PLAN_FAIL_EXPIRED] = {
+	[PLAN_FAIL_EXPIRED][JQ_API_1_1] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
 		")"
@@ -357,7 +367,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		2, {INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 	/* As the 1.0 claim, skipping paused queues and expired jobs. */
-	[PLAN_CLAIM_CANDIDATES_1_1] = {
+	[PLAN_CLAIM_CANDIDATES][JQ_API_1_1] = {
 		"SELECT id FROM @S@.queue_jobs"
 		" WHERE ready AND queue = $1 AND available_at <= $2"
 		"   AND (deadline IS NULL OR deadline > $2) AND " NOT_PAUSED
@@ -366,7 +376,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
 	/* $4 NULL: the queue's default lease, or 60 seconds. */
-	[PLAN_CLAIM_UPDATE_1_1] = {
+	[PLAN_CLAIM_UPDATE][JQ_API_1_1] = {
 		"UPDATE @S@.queue_jobs"
 		" SET ready = false, attempts = attempts + 1,"
 		"     available_at = $3 + " CLAIM_LEASE ","
@@ -382,21 +392,21 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	},
 
 	/* Batch completion: lock the jobs, pair tokens in C, then delete. */
-	[PLAN_LOCK_CLAIMED_MANY] = {
+	[PLAN_LOCK_CLAIMED_MANY][JQ_API_1_1] = {
 		"SELECT id, token FROM @S@.queue_jobs WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
 		1, {INT8ARRAYOID}
 	},
-	[PLAN_DELETE_IDS] = {
+	[PLAN_DELETE_IDS][JQ_API_1_1] = {
 		"DELETE FROM @S@.queue_jobs WHERE id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
-	[PLAN_RETRY_FAILED_ONE_1_1] = {
+	[PLAN_RETRY_FAILED_ONE][JQ_API_1_1] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
 		")" RETRY_INSERT " RETURNING queue",
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
-	[PLAN_RETRY_FAILED_ALL_1_1] = {
+	[PLAN_RETRY_FAILED_ALL][JQ_API_1_1] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
 		")" RETRY_INSERT " RETURNING queue",
@@ -404,32 +414,32 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 	},
 
 	/* A job held by a live claim is only cancelled with force ($2). */
-	[PLAN_CANCEL] = {
+	[PLAN_CANCEL][JQ_API_1_1] = {
 		"DELETE FROM @S@.queue_jobs"
 		" WHERE id = $1 AND ($2 OR ready OR token IS NULL OR available_at <= $3)",
 		3, {INT8OID, BOOLOID, TIMESTAMPTZOID}
 	},
-	[PLAN_CLEAR] = {
+	[PLAN_CLEAR][JQ_API_1_1] = {
 		"DELETE FROM @S@.queue_jobs WHERE queue = $1",
 		1, {TEXTOID}
 	},
-	[PLAN_SET_PAUSED] = {
+	[PLAN_SET_PAUSED][JQ_API_1_1] = {
 		"INSERT INTO @S@.queue_settings AS s (queue, paused, updated_at) VALUES ($1, $2, $3)"
 		" ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
 		3, {TEXTOID, BOOLOID, TIMESTAMPTZOID}
 	},
-	[PLAN_SET_DEFAULT_LEASE] = {
+	[PLAN_SET_DEFAULT_LEASE][JQ_API_1_1] = {
 		"INSERT INTO @S@.queue_settings AS s (queue, default_lease, updated_at) VALUES ($1, $2, $3)"
 		" ON CONFLICT (queue) DO UPDATE"
 		" SET default_lease = excluded.default_lease, updated_at = excluded.updated_at",
 		3, {TEXTOID, INTERVALOID, TIMESTAMPTZOID}
 	},
-	[PLAN_SET_NOTIFY] = {
+	[PLAN_SET_NOTIFY][JQ_API_1_1] = {
 		"INSERT INTO @S@.queue_settings AS s (queue, notify, updated_at) VALUES ($1, $2, $3)"
 		" ON CONFLICT (queue) DO UPDATE SET notify = excluded.notify, updated_at = excluded.updated_at",
 		3, {TEXTOID, BOOLOID, TIMESTAMPTZOID}
 	},
-	[PLAN_LIST] = {
+	[PLAN_LIST][JQ_API_1_1] = {
 		"SELECT coalesce(c.queue, s.queue), coalesce(s.paused, false), s.default_lease,"
 		"  coalesce(s.notify, true), coalesce(c.pending, 0), coalesce(c.delayed, 0),"
 		"  coalesce(c.reserved, 0), coalesce(c.total, 0)"
@@ -441,11 +451,11 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 
 	/* ---- 1.2: recurring schedules ---- */
 
-	[PLAN_SCHEDULE_LOCK] = {
+	[PLAN_SCHEDULE_LOCK][JQ_API_1_2] = {
 		"SELECT last_window FROM @S@.queue_schedules WHERE name = $1 FOR UPDATE",
 		1, {TEXTOID}
 	},
-	[PLAN_SCHEDULE_UPSERT] = {
+	[PLAN_SCHEDULE_UPSERT][JQ_API_1_2] = {
 		"INSERT INTO @S@.queue_schedules AS s"
 		" (name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled,"
 		"  catch_up, next_due, created_at, updated_at)"
@@ -458,25 +468,25 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 		12, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID, INT4OID, TEXTOID, BOOLOID,
 			BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
-	[PLAN_SCHEDULE_REMOVE] = {
+	[PLAN_SCHEDULE_REMOVE][JQ_API_1_2] = {
 		"DELETE FROM @S@.queue_schedules WHERE name = $1",
 		1, {TEXTOID}
 	},
-	[PLAN_SCHEDULE_LIST] = {
+	[PLAN_SCHEDULE_LIST][JQ_API_1_2] = {
 		"SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled,"
 		"  catch_up, next_due, last_window, last_job_id"
 		" FROM @S@.queue_schedules ORDER BY name COLLATE \"C\"",
 		0, {0}
 	},
 	/* Due schedules, locked: a concurrent tick skips them instead of waiting. */
-	[PLAN_SCHEDULE_DUE] = {
+	[PLAN_SCHEDULE_DUE][JQ_API_1_2] = {
 		"SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone,"
 		"  catch_up, next_due"
 		" FROM @S@.queue_schedules WHERE enabled AND next_due <= $1"
-		" ORDER BY next_due LIMIT 100 FOR UPDATE SKIP LOCKED",
+		" ORDER BY next_due LIMIT " SQL_NUMBER(JQ_TICK_BATCH) " FOR UPDATE SKIP LOCKED",
 		1, {TIMESTAMPTZOID}
 	},
-	[PLAN_SCHEDULE_ADVANCE] = {
+	[PLAN_SCHEDULE_ADVANCE][JQ_API_1_2] = {
 		"UPDATE @S@.queue_schedules"
 		" SET next_due = $2, last_window = $3, last_job_id = $4, updated_at = $5"
 		" WHERE name = $1",
@@ -486,7 +496,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS] = {
 
 static Oid	cached_schema = InvalidOid;
 static char *cached_schema_name = NULL;
-static SPIPlanPtr cached_plans[NUM_QUEUE_PLANS];
+static SPIPlanPtr cached_plans[NUM_QUEUE_PLANS][JQ_API_COUNT];
 
 /* Replace every "@S@" in sql with the quoted schema name. */
 static char *
@@ -514,11 +524,12 @@ ResetPlans(Oid schema)
 	char	   *name;
 
 	for (int i = 0; i < NUM_QUEUE_PLANS; i++)
-	{
-		if (cached_plans[i] != NULL)
-			SPI_freeplan(cached_plans[i]);
-		cached_plans[i] = NULL;
-	}
+		for (int v = 0; v < JQ_API_COUNT; v++)
+		{
+			if (cached_plans[i][v] != NULL)
+				SPI_freeplan(cached_plans[i][v]);
+			cached_plans[i][v] = NULL;
+		}
 	name = get_namespace_name(schema);
 	if (name == NULL)
 		elog(ERROR, "jobqueue: schema %u of the called function does not exist", schema);
@@ -529,21 +540,39 @@ ResetPlans(Oid schema)
 }
 
 /*
- * The kept plan for a statement, prepared on first use.  Must be called
- * between SPI_connect and SPI_finish.
+ * The quoted name of the extension's schema, kept for the backend's life
+ * (and renewed, with every plan, when the schema changes).
+ */
+const char *
+QueueSchemaQuoted(Oid schema)
+{
+	if (schema != cached_schema)
+		ResetPlans(schema);
+	return cached_schema_name;
+}
+
+/*
+ * The kept plan of a statement for the call's version, prepared on first
+ * use.  Must be called between SPI_connect and SPI_finish.
  */
 SPIPlanPtr
-QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id)
+QueuePlan(const JqCall *call, QueuePlanId id)
 {
-	Oid			schema = get_func_namespace(fcinfo->flinfo->fn_oid);
-	const QueuePlanDef *def = &plan_defs[id];
+	int			version = call->version;
+	const QueuePlanDef *def;
 	SPIPlanPtr	plan;
 	char	   *sql;
 
-	if (schema != cached_schema)
-		ResetPlans(schema);
-	if (cached_plans[id] != NULL)
-		return cached_plans[id];
+	if (call->schema != cached_schema)
+		ResetPlans(call->schema);
+	while (version > 0 && plan_defs[id][version].sql == NULL)
+		version--;
+	def = &plan_defs[id][version];
+	if (def->sql == NULL)
+		elog(ERROR, "jobqueue: statement %d does not exist in API version %d",
+			 (int) id, (int) call->version);
+	if (cached_plans[id][version] != NULL)
+		return cached_plans[id][version];
 
 	sql = QualifySql(def->sql, cached_schema_name);
 	/*
@@ -559,56 +588,27 @@ QueuePlan(FunctionCallInfo fcinfo, QueuePlanId id)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "jobqueue: SPI_keepplan failed");
 	pfree(sql);
-	cached_plans[id] = plan;
+	cached_plans[id][version] = plan;
 	return plan;
 }
 
-/* The quoted schema name of the last QueuePlan call. */
-const char *
-QueueSchemaName(void)
-{
-	return cached_schema_name;
-}
-
-/* Execute a kept plan; anything but the expected SPI result is a bug. */
+/*
+ * Run a statement for the call; anything but the expected SPI result is a
+ * bug.  The previous result of this SPI connection is released first: a
+ * call that runs statements in a loop (a batch, a wait) must not keep
+ * every result it has read until SPI_finish.
+ */
 int
-QueueExecute(SPIPlanPtr plan, Datum *values, const char *nulls, bool read_only,
+QueueExecute(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
 			 int expected)
 {
-	int			rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+	SPIPlanPtr	plan = QueuePlan(call, id);
+	int			rc;
 
+	SPI_freetuptable(SPI_tuptable);
+	rc = SPI_execute_plan(plan, values, nulls, false, 0);
 	if (rc != expected)
-		elog(ERROR, "jobqueue: statement returned %s, expected %s",
+		elog(ERROR, "jobqueue: statement %d returned %s, expected %s", (int) id,
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
 	return rc;
-}
-
-/* An int8[] of the given values, for "id = ANY ($1)" parameters. */
-ArrayType *
-Int8ArrayFromDatums(Datum *values, int count)
-{
-	return construct_array(values, count, INT8OID, sizeof(int64),
-						   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-}
-
-/* Column (1-based) of row of the last SPI result as int8; NULL reads as 0. */
-int64
-SpiInt8(uint64 row, int column)
-{
-	bool		isnull;
-	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-									  column, &isnull);
-
-	return isnull ? 0 : DatumGetInt64(value);
-}
-
-/* Column (1-based) of row of the last SPI result as boolean; NULL is false. */
-bool
-SpiBool(uint64 row, int column)
-{
-	bool		isnull;
-	Datum		value = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
-									  column, &isnull);
-
-	return !isnull && DatumGetBool(value);
 }

@@ -41,19 +41,25 @@ NoteJobSpecDue(const JobSpec *job, TimestampTz now)
 		NoteJobDueAt(job->deadline);
 }
 
+/* The columns the push plans return: the id and (since 1.1) wants_wakeups. */
+enum
+{
+	PUSHED_ID = 1, PUSHED_WANTS_WAKEUPS
+};
+
 /*
- * Insert one job; returns its id, or the id of the job holding its unique
- * key (then *inserted is false).  With schema_1_1 the job's deadline is
- * stored and *wake says whether the queue wants NOTIFY wake-ups.  Must be
- * called between SPI_connect and SPI_finish.
+ * Insert one job, at the call's "now"; returns its id, or the id of the job
+ * holding its unique key (then *inserted is false).  Since 1.1 the job's
+ * deadline is stored and *wake says whether the queue wants NOTIFY
+ * wake-ups.  Must be called between SPI_connect and SPI_finish.
  */
 int64
-InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
-		  bool schema_1_1, bool *inserted, bool *wake)
+InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 {
 	Datum		values[PUSH_NARGS];
 	char		nulls[PUSH_NARGS];
-	SPIPlanPtr	insert_plan;
+	TimestampTz now = call->now;
+	bool		returns_wake = JqCallSince(call, JQ_API_1_1);
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[PUSH_QUEUE] = PointerGetDatum(job->queue);
@@ -73,34 +79,27 @@ InsertJob(FunctionCallInfo fcinfo, const JobSpec *job, TimestampTz now,
 	*inserted = true;
 	*wake = false;
 	NoteJobSpecDue(job, now);
-	if (job->unique_key == NULL)
-	{
-		insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_1_1 : PLAN_PUSH);
-		QueueExecute(insert_plan, values, nulls, false, SPI_OK_INSERT_RETURNING);
-		if (schema_1_1)
-			*wake = SpiBool(0, 2);
-		return SpiInt8(0, 1);
-	}
-
-	insert_plan = QueuePlan(fcinfo, schema_1_1 ? PLAN_PUSH_UNIQUE_1_1 : PLAN_PUSH_UNIQUE);
 	for (int round = 0; round < UNIQUE_PUSH_ROUNDS; round++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		QueueExecute(insert_plan, values, nulls, false, SPI_OK_INSERT_RETURNING);
+		QueueExecute(call, job->unique_key == NULL ? PLAN_PUSH : PLAN_PUSH_UNIQUE,
+					 values, nulls, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 		{
-			if (schema_1_1)
-				*wake = SpiBool(0, 2);
-			return SpiInt8(0, 1);
+			if (returns_wake)
+				*wake = SpiBool(0, PUSHED_WANTS_WAKEUPS);
+			return SpiInt8(0, PUSHED_ID);
 		}
+		if (job->unique_key == NULL)
+			elog(ERROR, "jobqueue: an insert without a unique key inserted nothing");
 
 		/* Each statement takes a fresh snapshot: the holder has committed. */
-		QueueExecute(QueuePlan(fcinfo, PLAN_FIND_UNIQUE_HOLDER),
-					 &values[PUSH_UNIQUE_KEY], NULL, false, SPI_OK_SELECT);
+		QueueExecute(call, PLAN_FIND_UNIQUE_HOLDER, &values[PUSH_UNIQUE_KEY], NULL,
+					 SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
 			*inserted = false;
-			return SpiInt8(0, 1);
+			return SpiInt8(0, 1);	/* its only column, the id */
 		}
 	}
 	ereport(ERROR,
@@ -129,42 +128,44 @@ CheckDeadline(TimestampTz deadline, TimestampTz available_at)
 
 /* Reads and checks queue_push's arguments (the deadline only from 1.1 on). */
 static void
-ArgJobSpec(FunctionCallInfo fcinfo, JobSpec *job, TimestampTz now, bool schema_1_1)
+ArgJobSpec(const JqCall *call, JobSpec *job)
 {
+	FunctionCallInfo fcinfo = call->fcinfo;
 	Interval   *delay;
 
 	job->name = ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX);
 	job->payload = ArgPayload(fcinfo, 1, "payload");
-	job->queue = ArgNameText(fcinfo, 2, "queue", "default", JQ_QUEUE_NAME_MAX);
-	delay = ArgInterval(fcinfo, 3, "delay", "0");
-	CheckNonNegativeInterval(delay, "delay");
-	job->available_at = QueueTimeAfter(now, delay);
-	job->priority = ArgInt(fcinfo, 4, "priority", 0, PG_INT32_MIN, PG_INT32_MAX);
+	job->queue = ArgNameText(fcinfo, 2, "queue", JQ_DEFAULT_QUEUE, JQ_QUEUE_NAME_MAX);
+	delay = ArgOptionalDelay(fcinfo, 3, "delay");
+	job->available_at = delay ? QueueTimeAfter(call->now, delay) : call->now;
+	job->priority = ArgInt(fcinfo, 4, "priority", JQ_DEFAULT_PRIORITY, PG_INT32_MIN, PG_INT32_MAX);
 	job->unique_key = ArgOptionalNameText(fcinfo, 5, "unique_key", JQ_UNIQUE_KEY_MAX);
-	job->max_attempts = ArgInt(fcinfo, 6, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
-	job->has_deadline = schema_1_1 && !PG_ARGISNULL(7);
+	job->max_attempts = ArgInt(fcinfo, 6, "max_attempts", JQ_DEFAULT_MAX_ATTEMPTS, 1,
+							   JQ_MAX_ATTEMPTS_LIMIT);
+	job->has_deadline = JqCallSince(call, JQ_API_1_1) && !PG_ARGISNULL(7);
 	job->deadline = job->has_deadline ? PG_GETARG_TIMESTAMPTZ(7) : 0;
 	if (job->has_deadline)
 		CheckDeadline(job->deadline, job->available_at);
 }
 
 static Datum
-PushFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
+Push(FunctionCallInfo fcinfo, JqApiVersion version)
 {
-	TimestampTz now = QueueNow();
+	JqCall		call;
 	JobSpec		job;
 	bool		inserted;
 	bool		wake;
 	int64		id;
 
-	ArgJobSpec(fcinfo, &job, now, schema_1_1);
+	JqCallBegin(&call, fcinfo, version);
+	ArgJobSpec(&call, &job);
 
 	SPI_connect();
-	id = InsertJob(fcinfo, &job, now, schema_1_1, &inserted, &wake);
+	id = InsertJob(&call, &job, &inserted, &wake);
 	SPI_finish();
 
 	/* a job due now wakes waiting claims and listeners; a held unique key wakes nobody */
-	if (inserted && schema_1_1 && job.available_at <= now)
+	if (inserted && JqCallSince(&call, JQ_API_1_1) && job.available_at <= call.now)
 	{
 		MarkJobsDue();
 		if (wake)
@@ -178,12 +179,12 @@ PushFromArgs(FunctionCallInfo fcinfo, bool schema_1_1)
 Datum
 jobqueue_push(PG_FUNCTION_ARGS)
 {
-	return PushFromArgs(fcinfo, false);
+	return Push(fcinfo, JQ_API_1_0);
 }
 
 /* queue_push(..., max_attempts, deadline), 1.1: deadlines and wake-ups */
 Datum
 jobqueue_push_1_1(PG_FUNCTION_ARGS)
 {
-	return PushFromArgs(fcinfo, true);
+	return Push(fcinfo, JQ_API_1_1);
 }

@@ -19,17 +19,20 @@ PG_FUNCTION_INFO_V1(jobqueue_stats);
 Datum
 jobqueue_pending(PG_FUNCTION_ARGS)
 {
-	text	   *queue = ArgOptionalNameText(fcinfo, 0, "queue", JQ_QUEUE_NAME_MAX);
+	JqCall		call;
+	text	   *queue;
 	Datum		args[2];
 	int64		count;
 
-	args[0] = TimestampTzGetDatum(QueueNow());
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	queue = ArgOptionalNameText(fcinfo, 0, "queue", JQ_QUEUE_NAME_MAX);
+	args[0] = TimestampTzGetDatum(call.now);
 	args[1] = PointerGetDatum(queue);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, queue ? PLAN_PENDING_QUEUE : PLAN_PENDING_ALL),
-				 args, NULL, false, SPI_OK_SELECT);
-	count = SpiInt8(0, 1);
+	QueueExecute(&call, queue ? PLAN_PENDING_QUEUE : PLAN_PENDING_ALL, args, NULL,
+				 SPI_OK_SELECT);
+	count = SpiInt8(0, 1);		/* count(*) */
 	SPI_finish();
 
 	PG_RETURN_INT64(count);
@@ -39,19 +42,16 @@ jobqueue_pending(PG_FUNCTION_ARGS)
 Datum
 jobqueue_stats(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	JqCall		call;
 	Datum		args[1];
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_0);
 	InitMaterializedSRF(fcinfo, 0);
-	args[0] = TimestampTzGetDatum(QueueNow());
+	args[0] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_STATS), args, NULL, false, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
-	}
+	QueueExecute(&call, PLAN_STATS, args, NULL, SPI_OK_SELECT);
+	SpiRowsToResult(&call);
 	SPI_finish();
 
 	return (Datum) 0;

@@ -34,7 +34,7 @@ ArgQueues(FunctionCallInfo fcinfo, int argno, Datum **elems, int *count)
 	bool	   *nulls;
 
 	if (PG_ARGISNULL(argno))
-		queues = construct_array((Datum[]) {CStringGetTextDatum("default")}, 1,
+		queues = construct_array((Datum[]) {CStringGetTextDatum(JQ_DEFAULT_QUEUE)}, 1,
 								 TEXTOID, -1, false, TYPALIGN_INT);
 	else
 		queues = PG_GETARG_ARRAYTYPE_P(argno);
@@ -73,18 +73,23 @@ CompareClaimSlots(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Columns of the due-probe (PLAN_FIND_DUE): expired only since 1.1. */
+enum
+{
+	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED
+};
+
 /* Move the jobs with these ids to the failed table with plan's error. */
 static void
-FailJobs(FunctionCallInfo fcinfo, QueuePlanId plan, Datum *ids, int count,
-		 TimestampTz now)
+FailJobs(const JqCall *call, QueuePlanId plan, Datum *ids, int count)
 {
 	Datum		args[2];
 
 	if (count == 0)
 		return;
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
-	args[1] = TimestampTzGetDatum(now);
-	QueueExecute(QueuePlan(fcinfo, plan), args, NULL, false, SPI_OK_INSERT);
+	args[1] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, plan, args, NULL, SPI_OK_INSERT);
 }
 
 /*
@@ -92,17 +97,38 @@ FailJobs(FunctionCallInfo fcinfo, QueuePlanId plan, Datum *ids, int count,
  * due (becomes claimable or expires), or horizon if none does.
  */
 static TimestampTz
-NextDueMoment(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz horizon)
+NextDueMoment(const JqCall *call, ArrayType *queues, TimestampTz horizon)
 {
 	Datum		args[2];
-	bool		isnull;
-	Datum		moment;
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(horizon);
-	QueueExecute(QueuePlan(fcinfo, PLAN_NEXT_DUE), args, NULL, false, SPI_OK_SELECT);
-	moment = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? horizon : Min(DatumGetTimestampTz(moment), horizon);
+	QueueExecute(call, PLAN_NEXT_DUE, args, NULL, SPI_OK_SELECT);
+	/* least() of two minimums: NULL when no row falls due before horizon */
+	if (SpiIsNull(0, 1))
+		return horizon;
+	return Min(SpiTimestampTz(0, 1), horizon);
+}
+
+/* Ready jobs past their deadline (1.1) go to the failed table. */
+static bool
+FailExpiredReadyJobs(const JqCall *call, ArrayType *queues)
+{
+	Datum		args[2];
+	Datum	   *ids;
+	int			count;
+
+	args[0] = PointerGetDatum(queues);
+	args[1] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_FIND_EXPIRED_READY, args, NULL, SPI_OK_SELECT);
+	count = (int) SPI_processed;
+	if (count == 0)
+		return false;
+	ids = palloc(sizeof(Datum) * count);
+	for (int row = 0; row < count; row++)
+		ids[row] = Int64GetDatum(SpiInt8(row, 1));	/* its only column, the id */
+	FailJobs(call, PLAN_FAIL_EXPIRED, ids, count);
+	return true;
 }
 
 /*
@@ -113,49 +139,37 @@ NextDueMoment(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz horizon)
  * preload) the next claims skip it until something may be due (duehint.c).
  */
 static void
-PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
-			   bool schema_1_1)
+PromoteDueJobs(const JqCall *call, ArrayType *queues)
 {
+	bool		since_1_1 = JqCallSince(call, JQ_API_1_1);
 	Datum		args[2];
 	Datum	   *ready_ids;
 	Datum	   *exhausted_ids;
-	Datum	   *expired_ids = NULL;
+	Datum	   *expired_ids;
 	int			ready_count = 0;
 	int			exhausted_count = 0;
 	int			expired_count = 0;
 	uint64		generation = 0;
 	bool		remember = false;
 
-	if (schema_1_1)
+	if (since_1_1)
 	{
-		if (DueProbeCanBeSkipped(queues, now))
+		if (DueProbeCanBeSkipped(queues, call->now))
 			return;
 		/* read before the probe's snapshot is taken: see duehint.c */
 		remember = DueProbeCanBeRemembered(&generation);
+		if (FailExpiredReadyJobs(call, queues))
+			remember = false;
 	}
 
 	args[0] = PointerGetDatum(queues);
-	args[1] = TimestampTzGetDatum(now);
-	if (schema_1_1)
-	{
-		QueueExecute(QueuePlan(fcinfo, PLAN_FIND_EXPIRED_READY), args, NULL, false, SPI_OK_SELECT);
-		if (SPI_processed > 0)
-		{
-			expired_ids = palloc(sizeof(Datum) * SPI_processed);
-			for (uint64 row = 0; row < SPI_processed; row++)
-				expired_ids[expired_count++] = Int64GetDatum(SpiInt8(row, 1));
-			FailJobs(fcinfo, PLAN_FAIL_EXPIRED, expired_ids, expired_count, now);
-			expired_count = 0;
-			remember = false;
-		}
-	}
-	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_FIND_DUE_1_1 : PLAN_FIND_DUE),
-				 args, NULL, false, SPI_OK_SELECT);
+	args[1] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_FIND_DUE, args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
 		if (remember)
-			RememberDueProbe(queues, generation, now,
-							 NextDueMoment(fcinfo, queues, DueProbeHorizon(now)));
+			RememberDueProbe(queues, generation, call->now,
+							 NextDueMoment(call, queues, DueProbeHorizon(call->now)));
 		return;
 	}
 
@@ -164,11 +178,11 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 	expired_ids = palloc(sizeof(Datum) * SPI_processed);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		Datum		id = Int64GetDatum(SpiInt8(row, 1));
+		Datum		id = Int64GetDatum(SpiInt8(row, DUE_ID));
 
-		if (schema_1_1 && SpiBool(row, 3))
+		if (since_1_1 && SpiBool(row, DUE_EXPIRED))
 			expired_ids[expired_count++] = id;
-		else if (SpiBool(row, 2))
+		else if (SpiBool(row, DUE_EXHAUSTED))
 			exhausted_ids[exhausted_count++] = id;
 		else
 			ready_ids[ready_count++] = id;
@@ -177,10 +191,110 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
 	if (ready_count > 0)
 	{
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(ready_ids, ready_count));
-		QueueExecute(QueuePlan(fcinfo, PLAN_MAKE_READY), args, NULL, false, SPI_OK_UPDATE);
+		QueueExecute(call, PLAN_MAKE_READY, args, NULL, SPI_OK_UPDATE);
 	}
-	FailJobs(fcinfo, PLAN_FAIL_EXHAUSTED, exhausted_ids, exhausted_count, now);
-	FailJobs(fcinfo, PLAN_FAIL_EXPIRED, expired_ids, expired_count, now);
+	FailJobs(call, PLAN_FAIL_EXHAUSTED, exhausted_ids, exhausted_count);
+	FailJobs(call, PLAN_FAIL_EXPIRED, expired_ids, expired_count);
+}
+
+/* What a claim hands out, the same for every queue of the call. */
+typedef struct ClaimTerms
+{
+	Interval   *lease;			/* NULL (1.1): each queue's default lease */
+	text	   *worker;
+} ClaimTerms;
+
+/*
+ * Lock up to limit ready jobs of queue in claim order; their ids go to
+ * *ids and their claim positions, sorted by id, to *slots.  Returns how
+ * many were found.
+ */
+static int
+FindClaimCandidates(const JqCall *call, Datum queue, int limit, Datum **ids,
+					ClaimSlot **slots)
+{
+	Datum		args[3];
+	int			count;
+
+	args[0] = queue;
+	args[1] = TimestampTzGetDatum(call->now);
+	args[2] = Int32GetDatum(limit);
+	QueueExecute(call, PLAN_CLAIM_CANDIDATES, args, NULL, SPI_OK_SELECT);
+	count = (int) SPI_processed;
+	if (count == 0)
+		return 0;
+
+	*ids = palloc(sizeof(Datum) * count);
+	*slots = palloc(sizeof(ClaimSlot) * count);
+	for (int i = 0; i < count; i++)
+	{
+		(*slots)[i].id = SpiInt8(i, 1);	/* its only column, the id */
+		(*slots)[i].position = i;
+		(*ids)[i] = Int64GetDatum((*slots)[i].id);
+	}
+	qsort(*slots, count, sizeof(ClaimSlot), CompareClaimSlots);
+	return count;
+}
+
+/*
+ * Claim the candidates: one UPDATE that re-checks what the search relied
+ * on.  A 1.0 claim passes the lease's end; from 1.1 the lease itself, NULL
+ * for the queue's default, applied in SQL.
+ */
+static void
+ClaimCandidates(const JqCall *call, Datum queue, Datum *ids, int count,
+				const ClaimTerms *terms)
+{
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
+	args[1] = queue;
+	args[2] = TimestampTzGetDatum(call->now);
+	if (JqCallSince(call, JQ_API_1_1))
+	{
+		args[3] = PointerGetDatum(terms->lease);
+		if (terms->lease == NULL)
+			nulls[3] = 'n';
+	}
+	else
+		args[3] = TimestampTzGetDatum(QueueTimeAfter(call->now, terms->lease));
+	args[4] = PointerGetDatum(terms->worker);
+	QueueExecute(call, PLAN_CLAIM_UPDATE, args, nulls, SPI_OK_UPDATE_RETURNING);
+}
+
+/*
+ * Add the rows the claim's UPDATE returned to the call's result, in claim
+ * order (UPDATE returns them in storage order).  Columns the caller's
+ * queue_job has beyond ours stay NULL.
+ */
+static void
+AddClaimedInClaimOrder(const JqCall *call, ClaimSlot *slots, int count)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+	int			columns = Max(rsinfo->setDesc->natts, SPI_tuptable->tupdesc->natts);
+	HeapTuple  *claimed = palloc0(sizeof(HeapTuple) * count);
+	Datum	   *values = palloc(sizeof(Datum) * columns);
+	bool	   *nulls = palloc(sizeof(bool) * columns);
+
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		ClaimSlot	key = {SpiInt8(row, CLAIMED_ID), 0};
+		ClaimSlot  *slot = bsearch(&key, slots, count, sizeof(ClaimSlot), CompareClaimSlots);
+
+		if (slot == NULL)
+			elog(ERROR, "jobqueue: claimed job " INT64_FORMAT " was not a candidate", key.id);
+		claimed[slot->position] = SPI_tuptable->vals[row];
+	}
+	for (int i = 0; i < count; i++)
+	{
+		if (claimed[i] == NULL)
+			continue;
+		memset(values, 0, sizeof(Datum) * columns);
+		memset(nulls, true, sizeof(bool) * columns);
+		heap_deform_tuple(claimed[i], SPI_tuptable->tupdesc, values, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 }
 
 /*
@@ -188,87 +302,57 @@ PromoteDueJobs(FunctionCallInfo fcinfo, ArrayType *queues, TimestampTz now,
  * claim order.  Returns how many were claimed.
  */
 static int
-ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
-			   Interval *lease, text *worker, bool schema_1_1)
+ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *terms)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			result_columns = rsinfo->setDesc->natts;
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	int			row_columns;
-	bool		lease_isnull;
 	Datum	   *ids;
 	ClaimSlot  *slots;
-	HeapTuple  *claimed;
-	int			count;
+	int			count = FindClaimCandidates(call, queue, limit, &ids, &slots);
 
-	args[0] = queue;
-	args[1] = TimestampTzGetDatum(now);
-	args[2] = Int32GetDatum(limit);
-	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_CLAIM_CANDIDATES_1_1 : PLAN_CLAIM_CANDIDATES),
-				 args, NULL, false, SPI_OK_SELECT);
-	count = (int) SPI_processed;
 	if (count == 0)
 		return 0;
-
-	ids = palloc(sizeof(Datum) * count);
-	slots = palloc(sizeof(ClaimSlot) * count);
-	for (int i = 0; i < count; i++)
-	{
-		slots[i].id = SpiInt8(i, 1);
-		slots[i].position = i;
-		ids[i] = Int64GetDatum(slots[i].id);
-	}
-	qsort(slots, count, sizeof(ClaimSlot), CompareClaimSlots);
-
-	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
-	args[1] = queue;
-	args[2] = TimestampTzGetDatum(now);
-	args[4] = PointerGetDatum(worker);
-	if (schema_1_1)
-	{
-		/* the lease (NULL: the queue's default) is applied in SQL */
-		args[3] = PointerGetDatum(lease);
-		if (lease == NULL)
-			nulls[3] = 'n';
-	}
-	else
-		args[3] = TimestampTzGetDatum(QueueTimeAfter(now, lease));
-	QueueExecute(QueuePlan(fcinfo, schema_1_1 ? PLAN_CLAIM_UPDATE_1_1 : PLAN_CLAIM_UPDATE),
-				 args, nulls, false, SPI_OK_UPDATE_RETURNING);
-	row_columns = SPI_tuptable->tupdesc->natts;
+	ClaimCandidates(call, queue, ids, count, terms);
+	if (SPI_processed == 0)
+		return 0;
 	/* a claimed job falls due again when its lease ends */
-	if (SPI_processed > 0)
-		NoteJobDueAt(DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-													   SPI_tuptable->tupdesc, 9, &lease_isnull)));
-
-	/* UPDATE returns rows in storage order: put them back in claim order. */
-	claimed = palloc0(sizeof(HeapTuple) * count);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		ClaimSlot	key = {SpiInt8(row, 1), 0};
-		ClaimSlot  *slot = bsearch(&key, slots, count, sizeof(ClaimSlot), CompareClaimSlots);
-
-		if (slot == NULL)
-			elog(ERROR, "jobqueue: claimed job " INT64_FORMAT " was not a candidate", key.id);
-		claimed[slot->position] = SPI_tuptable->vals[row];
-	}
-
-	for (int i = 0; i < count; i++)
-	{
-		Datum	   *values;
-		bool	   *row_nulls;
-
-		if (claimed[i] == NULL)
-			continue;
-		/* columns the caller's queue_job has beyond ours stay NULL */
-		values = palloc0(sizeof(Datum) * Max(result_columns, row_columns));
-		row_nulls = palloc(sizeof(bool) * Max(result_columns, row_columns));
-		memset(row_nulls, true, sizeof(bool) * Max(result_columns, row_columns));
-		heap_deform_tuple(claimed[i], SPI_tuptable->tupdesc, values, row_nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, row_nulls);
-	}
+	NoteJobDueAt(SpiTimestampTz(0, CLAIMED_RESERVED_UNTIL));
+	AddClaimedInClaimOrder(call, slots, count);
 	return (int) SPI_processed;
+}
+
+/*
+ * One round of a claim: promote, then claim from each queue in precedence
+ * order until max_jobs.  Returns how many were claimed.
+ */
+static int
+ClaimRound(const JqCall *call, ArrayType *queues, Datum *queue_names, int queue_count,
+		   int max_jobs, const ClaimTerms *terms)
+{
+	int			claimed = 0;
+
+	PromoteDueJobs(call, queues);
+	for (int q = 0; q < queue_count && claimed < max_jobs; q++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		claimed += ClaimFromQueue(call, queue_names[q], max_jobs - claimed, terms);
+	}
+	return claimed;
+}
+
+/*
+ * The end of queue_reserve's wait argument (1.2), in real time, not the
+ * queue's clock: the wait is for this caller.  0 when it does not wait.
+ */
+static TimestampTz
+ArgWaitUntil(const JqCall *call, int argno)
+{
+	FunctionCallInfo fcinfo = call->fcinfo;
+	Interval   *wait;
+
+	if (!JqCallSince(call, JQ_API_1_2) || PG_ARGISNULL(argno))
+		return 0;
+	wait = PG_GETARG_INTERVAL_P(argno);
+	CheckWaitInterval(wait, "wait");
+	return QueueTimeAfter(GetCurrentTimestamp(), wait);
 }
 
 /*
@@ -277,66 +361,52 @@ ClaimFromQueue(FunctionCallInfo fcinfo, Datum queue, int limit, TimestampTz now,
  * From 1.1 a NULL lease is each queue's default lease, paused queues hand
  * out nothing and jobs past their deadline are failed instead of handed
  * out.  From 1.2, with nothing due, it waits up to "wait" for a job to
- * become due (see waiting.c).
+ * become due (see waiting.c): each round then runs in its own SPI
+ * connection, so what a round allocated is gone before the next, however
+ * long the wait.
  */
 static Datum
-ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1, bool can_wait)
+Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 {
+	JqCall		call;
 	Datum	   *queue_names;
 	int			queue_count;
-	ArrayType  *queues = ArgQueues(fcinfo, 0, &queue_names, &queue_count);
-	Interval   *lease = NULL;
-	text	   *worker = ArgWorkerText(fcinfo, 2);
-	int32		max_jobs = ArgInt(fcinfo, 3, "max_jobs", 1, 1, JQ_MAX_JOBS_LIMIT);
-	TimestampTz wait_until = 0;
-	bool		waiting = false;
-	int			claimed = 0;
+	ArrayType  *queues;
+	ClaimTerms	terms;
+	int32		max_jobs;
+	TimestampTz wait_until;
+	bool		waiting;
 
-	if (!schema_1_1 || !PG_ARGISNULL(1))
-		lease = ArgInterval(fcinfo, 1, "lease", "60 seconds");
-	if (lease != NULL)
-		CheckLeaseInterval(lease, "lease");
-	if (can_wait && !PG_ARGISNULL(4))
-	{
-		Interval   *wait = PG_GETARG_INTERVAL_P(4);
-		Interval	one_hour = {USECS_PER_HOUR, 0, 0};
-
-		CheckNonNegativeInterval(wait, "wait");
-		if (DatumGetInt32(DirectFunctionCall2(interval_cmp, IntervalPGetDatum(wait),
-											  IntervalPGetDatum(&one_hour))) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"wait\" must be at most 1 hour")));
-		/* real time, not the queue's clock: the wait is for this caller */
-		wait_until = QueueTimeAfter(GetCurrentTimestamp(), wait);
-		waiting = wait_until > GetCurrentTimestamp();
-	}
+	JqCallBegin(&call, fcinfo, version);
+	queues = ArgQueues(fcinfo, 0, &queue_names, &queue_count);
+	terms.lease = ArgOptionalLease(fcinfo, 1, "lease");
+	if (terms.lease == NULL && !JqCallSince(&call, JQ_API_1_1))
+		terms.lease = DefaultLease();
+	terms.worker = ArgWorkerText(fcinfo, 2);
+	max_jobs = ArgInt(fcinfo, 3, "max_jobs", JQ_DEFAULT_MAX_JOBS, 1, JQ_MAX_JOBS_LIMIT);
+	wait_until = ArgWaitUntil(&call, 4);
+	waiting = wait_until > GetCurrentTimestamp();
 	InitMaterializedSRF(fcinfo, 0);
 
-	SPI_connect();
 	for (;;)
 	{
-		TimestampTz now = QueueNow();
+		int			claimed;
 		long		left_ms;
 
 		if (waiting)
 			PrepareToWaitForJobs();
-		PromoteDueJobs(fcinfo, queues, now, schema_1_1);
-		for (int q = 0; q < queue_count && claimed < max_jobs; q++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			claimed += ClaimFromQueue(fcinfo, queue_names[q], max_jobs - claimed,
-									  now, lease, worker, schema_1_1);
-		}
+		SPI_connect();
+		claimed = ClaimRound(&call, queues, queue_names, queue_count, max_jobs, &terms);
+		SPI_finish();
 		left_ms = (long) ((wait_until - GetCurrentTimestamp()) / 1000);
 		if (claimed > 0 || !waiting || left_ms <= 0)
 			break;
 		/* delayed jobs fall due without a wake-up: look again at least every second */
 		WaitForJobs(Min(left_ms, 1000));
+		call.now = QueueNow();
 	}
 	if (waiting)
 		DoneWaitingForJobs();
-	SPI_finish();
 
 	return (Datum) 0;
 }
@@ -345,19 +415,19 @@ ReserveFromArgs(FunctionCallInfo fcinfo, bool schema_1_1, bool can_wait)
 Datum
 jobqueue_reserve(PG_FUNCTION_ARGS)
 {
-	return ReserveFromArgs(fcinfo, false, false);
+	return Reserve(fcinfo, JQ_API_1_0);
 }
 
 /* queue_reserve, 1.1 schema: pause, per-queue default lease, deadlines */
 Datum
 jobqueue_reserve_1_1(PG_FUNCTION_ARGS)
 {
-	return ReserveFromArgs(fcinfo, true, false);
+	return Reserve(fcinfo, JQ_API_1_1);
 }
 
 /* queue_reserve(..., wait), 1.2: waits for a job when none is due */
 Datum
 jobqueue_reserve_1_2(PG_FUNCTION_ARGS)
 {
-	return ReserveFromArgs(fcinfo, true, true);
+	return Reserve(fcinfo, JQ_API_1_2);
 }

@@ -30,14 +30,27 @@ PG_FUNCTION_INFO_V1(jobqueue_tick);
 PG_FUNCTION_INFO_V1(jobqueue_cron_next);
 
 #define CATCH_UP_LIMIT 1000
-#define DUE_BATCH 100			/* the LIMIT of PLAN_SCHEDULE_DUE */
-#define CRON_TEXT_MAX 200
+
+/* Columns of PLAN_SCHEDULE_DUE. */
+enum
+{
+	DUE_NAME = 1, DUE_CRON, DUE_JOB_NAME, DUE_PAYLOAD, DUE_QUEUE, DUE_PRIORITY,
+	DUE_MAX_ATTEMPTS, DUE_TIME_ZONE, DUE_CATCH_UP, DUE_NEXT_DUE
+};
+
+/* The parameters of PLAN_SCHEDULE_UPSERT, in their $n order. */
+enum
+{
+	UPSERT_NAME, UPSERT_CRON, UPSERT_JOB_NAME, UPSERT_PAYLOAD, UPSERT_QUEUE,
+	UPSERT_PRIORITY, UPSERT_MAX_ATTEMPTS, UPSERT_TIME_ZONE, UPSERT_ENABLED,
+	UPSERT_CATCH_UP, UPSERT_NEXT_DUE, UPSERT_NOW, UPSERT_NARGS
+};
 
 /* The cron argument: parsed, or 22023 naming the wrong field. */
 static char *
 ArgCron(FunctionCallInfo fcinfo, int argno, CronSchedule *schedule)
 {
-	text	   *cron = ArgNameText(fcinfo, argno, "cron", NULL, CRON_TEXT_MAX);
+	text	   *cron = ArgNameText(fcinfo, argno, "cron", NULL, JQ_CRON_TEXT_MAX);
 	char	   *expression = text_to_cstring(cron);
 
 	CronParse(expression, schedule);
@@ -47,7 +60,8 @@ ArgCron(FunctionCallInfo fcinfo, int argno, CronSchedule *schedule)
 static char *
 ArgZone(FunctionCallInfo fcinfo, int argno, pg_tz **zone)
 {
-	char	   *name = text_to_cstring(ArgNameText(fcinfo, argno, "time_zone", "UTC", 64));
+	char	   *name = text_to_cstring(ArgNameText(fcinfo, argno, "time_zone", JQ_DEFAULT_TIME_ZONE,
+											   JQ_TIME_ZONE_NAME_MAX));
 
 	*zone = CronZone(name);
 	return name;
@@ -62,63 +76,55 @@ ArgZone(FunctionCallInfo fcinfo, int argno, pg_tz **zone)
 Datum
 jobqueue_schedule_set(PG_FUNCTION_ARGS)
 {
-	text	   *name = ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX);
+	JqCall		call;
 	CronSchedule schedule;
-	char	   *cron = ArgCron(fcinfo, 1, &schedule);
-	text	   *job_name = ArgNameText(fcinfo, 2, "job_name", NULL, JQ_JOB_NAME_MAX);
-	Jsonb	   *payload = ArgPayload(fcinfo, 3, "payload");
-	text	   *queue = ArgNameText(fcinfo, 4, "queue", "default", JQ_QUEUE_NAME_MAX);
-	int32		priority = ArgInt(fcinfo, 5, "priority", 0, PG_INT32_MIN, PG_INT32_MAX);
-	int32		max_attempts = ArgInt(fcinfo, 6, "max_attempts", 3, 1, JQ_MAX_ATTEMPTS_LIMIT);
 	pg_tz	   *zone;
-	char	   *zone_name = ArgZone(fcinfo, 7, &zone);
-	bool		enabled = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
-	bool		catch_up = PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9);
-	TimestampTz now = QueueNow();
-	TimestampTz from = now;
-	TimestampTz next_due;
-	Datum		args[12];
+	TimestampTz from;
+	Datum		args[UPSERT_NARGS];
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_2);
+	args[UPSERT_NAME] = PointerGetDatum(ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX));
+	args[UPSERT_CRON] = CStringGetTextDatum(ArgCron(fcinfo, 1, &schedule));
+	args[UPSERT_JOB_NAME] = PointerGetDatum(ArgNameText(fcinfo, 2, "job_name", NULL,
+														JQ_JOB_NAME_MAX));
+	args[UPSERT_PAYLOAD] = PointerGetDatum(ArgPayload(fcinfo, 3, "payload"));
+	args[UPSERT_QUEUE] = PointerGetDatum(ArgNameText(fcinfo, 4, "queue", JQ_DEFAULT_QUEUE,
+													 JQ_QUEUE_NAME_MAX));
+	args[UPSERT_PRIORITY] = Int32GetDatum(ArgInt(fcinfo, 5, "priority", JQ_DEFAULT_PRIORITY,
+												 PG_INT32_MIN, PG_INT32_MAX));
+	args[UPSERT_MAX_ATTEMPTS] = Int32GetDatum(ArgInt(fcinfo, 6, "max_attempts",
+													 JQ_DEFAULT_MAX_ATTEMPTS, 1,
+													 JQ_MAX_ATTEMPTS_LIMIT));
+	args[UPSERT_TIME_ZONE] = CStringGetTextDatum(ArgZone(fcinfo, 7, &zone));
+	args[UPSERT_ENABLED] = BoolGetDatum(PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8));
+	args[UPSERT_CATCH_UP] = BoolGetDatum(PG_ARGISNULL(9) ? false : PG_GETARG_BOOL(9));
+	args[UPSERT_NOW] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	args[0] = PointerGetDatum(name);
-	QueueExecute(QueuePlan(fcinfo, PLAN_SCHEDULE_LOCK), args, NULL, false, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		last = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull && DatumGetTimestampTz(last) > from)
-			from = DatumGetTimestampTz(last);
-	}
-	next_due = CronNextAfter(&schedule, from, zone);
-
-	args[1] = CStringGetTextDatum(cron);
-	args[2] = PointerGetDatum(job_name);
-	args[3] = PointerGetDatum(payload);
-	args[4] = PointerGetDatum(queue);
-	args[5] = Int32GetDatum(priority);
-	args[6] = Int32GetDatum(max_attempts);
-	args[7] = CStringGetTextDatum(zone_name);
-	args[8] = BoolGetDatum(enabled);
-	args[9] = BoolGetDatum(catch_up);
-	args[10] = TimestampTzGetDatum(next_due);
-	args[11] = TimestampTzGetDatum(now);
-	QueueExecute(QueuePlan(fcinfo, PLAN_SCHEDULE_UPSERT), args, NULL, false, SPI_OK_INSERT);
+	/* a replaced schedule's windows continue after its last one */
+	from = call.now;
+	QueueExecute(&call, PLAN_SCHEDULE_LOCK, &args[UPSERT_NAME], NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1 && !SpiIsNull(0, 1) && SpiTimestampTz(0, 1) > from)
+		from = SpiTimestampTz(0, 1);	/* last_window */
+	args[UPSERT_NEXT_DUE] = TimestampTzGetDatum(CronNextAfter(&schedule, from, zone));
+	QueueExecute(&call, PLAN_SCHEDULE_UPSERT, args, NULL, SPI_OK_INSERT);
 	SPI_finish();
 
-	PG_RETURN_TIMESTAMPTZ(next_due);
+	PG_RETURN_DATUM(args[UPSERT_NEXT_DUE]);
 }
 
 /* queue_schedule_remove(name): false when there was no such schedule. */
 Datum
 jobqueue_schedule_remove(PG_FUNCTION_ARGS)
 {
+	JqCall		call;
 	Datum		args[1];
 	bool		removed;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_2);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX));
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_SCHEDULE_REMOVE), args, NULL, false, SPI_OK_DELETE);
+	QueueExecute(&call, PLAN_SCHEDULE_REMOVE, args, NULL, SPI_OK_DELETE);
 	removed = SPI_processed == 1;
 	SPI_finish();
 	PG_RETURN_BOOL(removed);
@@ -128,16 +134,13 @@ jobqueue_schedule_remove(PG_FUNCTION_ARGS)
 Datum
 jobqueue_schedule_list(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	JqCall		call;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_2);
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	QueueExecute(QueuePlan(fcinfo, PLAN_SCHEDULE_LIST), NULL, NULL, false, SPI_OK_SELECT);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
-	}
+	QueueExecute(&call, PLAN_SCHEDULE_LIST, NULL, NULL, SPI_OK_SELECT);
+	SpiRowsToResult(&call);
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -216,91 +219,109 @@ UtcText(TimestampTz t)
 					tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+/* A due schedule, as PLAN_SCHEDULE_DUE read it. */
+typedef struct DueSchedule
+{
+	char	   *name;
+	CronSchedule schedule;
+	pg_tz	   *zone;
+	bool		catch_up;
+	TimestampTz first;			/* its next_due */
+	JobSpec		job;			/* the job of each window, but its unique key */
+} DueSchedule;
+
+/* Row of the last result (due schedules), copied out of SPI's memory. */
+static void
+ReadDueSchedule(uint64 row, TimestampTz now, DueSchedule *due)
+{
+	due->name = text_to_cstring(SpiTextCopy(row, DUE_NAME));
+	CronParse(text_to_cstring(SpiTextCopy(row, DUE_CRON)), &due->schedule);
+	due->zone = CronZone(text_to_cstring(SpiTextCopy(row, DUE_TIME_ZONE)));
+	due->catch_up = SpiBool(row, DUE_CATCH_UP);
+	due->first = SpiTimestampTz(row, DUE_NEXT_DUE);
+	due->job.name = SpiTextCopy(row, DUE_JOB_NAME);
+	due->job.payload = SpiJsonbCopy(row, DUE_PAYLOAD);
+	due->job.queue = SpiTextCopy(row, DUE_QUEUE);
+	due->job.priority = SpiInt32(row, DUE_PRIORITY);
+	due->job.max_attempts = SpiInt32(row, DUE_MAX_ATTEMPTS);
+	due->job.available_at = now;
+	due->job.has_deadline = false;
+	due->job.deadline = 0;
+}
+
 /*
- * Push the job of one window of a schedule (row of the due query).
- * Returns its id (or the id of the job already holding the window's key).
+ * Push the job of one window of a schedule.  Returns its id (or the id of
+ * the job already holding the window's key).
  */
 static int64
-PushWindowJob(FunctionCallInfo fcinfo, HeapTuple row, TupleDesc desc, const char *name,
-			  TimestampTz window, TimestampTz now, List **wake)
+PushWindowJob(const JqCall *call, DueSchedule *due, TimestampTz window, List **wake)
 {
-	JobSpec		job;
-	bool		isnull;
 	bool		inserted;
 	bool		wants_wake;		/* checked again, once per queue, by the caller */
 	int64		id;
 
-	job.name = DatumGetTextPCopy(SPI_getbinval(row, desc, 3, &isnull));
-	job.payload = DatumGetJsonbPCopy(SPI_getbinval(row, desc, 4, &isnull));
-	job.queue = DatumGetTextPCopy(SPI_getbinval(row, desc, 5, &isnull));
-	job.priority = DatumGetInt32(SPI_getbinval(row, desc, 6, &isnull));
-	job.max_attempts = DatumGetInt32(SPI_getbinval(row, desc, 7, &isnull));
-	job.unique_key = cstring_to_text(psprintf("jobqueue:schedule:%s:%s", name, UtcText(window)));
-	job.available_at = now;
-	job.has_deadline = false;
-	job.deadline = 0;
-	id = InsertJob(fcinfo, &job, now, true, &inserted, &wants_wake);
+	due->job.unique_key = cstring_to_text(psprintf("jobqueue:schedule:%s:%s", due->name,
+												   UtcText(window)));
+	id = InsertJob(call, &due->job, &inserted, &wants_wake);
 	if (inserted)
-		*wake = AddWakeQueue(*wake, job.queue);
+		*wake = AddWakeQueue(*wake, due->job.queue);
 	return id;
 }
 
+/* Enqueue the due windows of one schedule, add them to the result, move it on. */
+static void
+TickSchedule(const JqCall *call, DueSchedule *due, TimestampTz *windows, List **wake)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+	int			count = DueWindows(&due->schedule, due->zone, due->first, call->now,
+								   due->catch_up, windows);
+	int64		id = 0;
+	Datum		args[5];
+
+	for (int w = 0; w < count; w++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		id = PushWindowJob(call, due, windows[w], wake);
+		values[0] = CStringGetTextDatum(due->name);
+		values[1] = TimestampTzGetDatum(windows[w]);
+		values[2] = Int64GetDatum(id);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	args[0] = CStringGetTextDatum(due->name);
+	args[1] = TimestampTzGetDatum(CronNextAfter(&due->schedule, windows[count - 1], due->zone));
+	args[2] = TimestampTzGetDatum(windows[count - 1]);
+	args[3] = Int64GetDatum(id);
+	args[4] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_SCHEDULE_ADVANCE, args, NULL, SPI_OK_UPDATE);
+}
+
 /*
- * One batch of due schedules (at most DUE_BATCH, locked): enqueue their
+ * One batch of due schedules (at most JQ_TICK_BATCH, locked): enqueue their
  * windows, add them to the result, move each schedule on.  Returns how
  * many schedules the batch held.
  */
 static uint64
-TickDueBatch(FunctionCallInfo fcinfo, TimestampTz now, TimestampTz *windows, List **wake)
+TickDueBatch(const JqCall *call, TimestampTz *windows, List **wake)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		args[5];
-	SPITupleTable *due;
+	Datum		args[1];
+	DueSchedule *due;
 	uint64		due_count;
 
-	args[0] = TimestampTzGetDatum(now);
-	QueueExecute(QueuePlan(fcinfo, PLAN_SCHEDULE_DUE), args, NULL, false, SPI_OK_SELECT);
-	due = SPI_tuptable;
+	args[0] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_SCHEDULE_DUE, args, NULL, SPI_OK_SELECT);
 	due_count = SPI_processed;
-
+	due = palloc(sizeof(DueSchedule) * Max(due_count, 1));
 	for (uint64 row = 0; row < due_count; row++)
+		ReadDueSchedule(row, call->now, &due[row]);
+
+	for (uint64 i = 0; i < due_count; i++)
 	{
-		HeapTuple	tuple = due->vals[row];
-		bool		isnull;
-		char	   *name = TextDatumGetCString(SPI_getbinval(tuple, due->tupdesc, 1, &isnull));
-		char	   *cron = TextDatumGetCString(SPI_getbinval(tuple, due->tupdesc, 2, &isnull));
-		char	   *zone_name = TextDatumGetCString(SPI_getbinval(tuple, due->tupdesc, 8, &isnull));
-		bool		catch_up = DatumGetBool(SPI_getbinval(tuple, due->tupdesc, 9, &isnull));
-		TimestampTz first = DatumGetTimestampTz(SPI_getbinval(tuple, due->tupdesc, 10, &isnull));
-		CronSchedule schedule;
-		pg_tz	   *zone;
-		int			count;
-		int64		id = 0;
-
 		CHECK_FOR_INTERRUPTS();
-		CronParse(cron, &schedule);
-		zone = CronZone(zone_name);
-		count = DueWindows(&schedule, zone, first, now, catch_up, windows);
-		for (int w = 0; w < count; w++)
-		{
-			Datum		values[3];
-			bool		nulls[3] = {false, false, false};
-
-			id = PushWindowJob(fcinfo, tuple, due->tupdesc, name, windows[w], now, wake);
-			values[0] = CStringGetTextDatum(name);
-			values[1] = TimestampTzGetDatum(windows[w]);
-			values[2] = Int64GetDatum(id);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-
-		args[0] = CStringGetTextDatum(name);
-		args[1] = TimestampTzGetDatum(CronNextAfter(&schedule, windows[count - 1], zone));
-		args[2] = TimestampTzGetDatum(windows[count - 1]);
-		args[3] = Int64GetDatum(id);
-		args[4] = TimestampTzGetDatum(now);
-		QueueExecute(QueuePlan(fcinfo, PLAN_SCHEDULE_ADVANCE), args, NULL, false, SPI_OK_UPDATE);
+		TickSchedule(call, &due[i], windows, wake);
 	}
-	SPI_freetuptable(due);
 	return due_count;
 }
 
@@ -311,16 +332,17 @@ TickDueBatch(FunctionCallInfo fcinfo, TimestampTz now, TimestampTz *windows, Lis
 Datum
 jobqueue_tick(PG_FUNCTION_ARGS)
 {
-	TimestampTz now = QueueNow();
+	JqCall		call;
 	TimestampTz *windows = palloc(sizeof(TimestampTz) * CATCH_UP_LIMIT);
 	List	   *wake = NIL;
 
+	JqCallBegin(&call, fcinfo, JQ_API_1_2);
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	/* a handled schedule is no longer due, so the next batch holds others */
-	while (TickDueBatch(fcinfo, now, windows, &wake) == DUE_BATCH)
+	while (TickDueBatch(&call, windows, &wake) == JQ_TICK_BATCH)
 		;
-	WakeQueuesThatWantIt(fcinfo, wake);
+	WakeQueuesThatWantIt(&call, wake);
 	SPI_finish();
 
 	return (Datum) 0;
@@ -339,7 +361,7 @@ jobqueue_cron_next(PG_FUNCTION_ARGS)
 	ArgCron(fcinfo, 0, &schedule);
 	after = PG_ARGISNULL(1) ? QueueNow() : PG_GETARG_TIMESTAMPTZ(1);
 	ArgZone(fcinfo, 2, &zone);
-	count = ArgInt(fcinfo, 3, "count", 1, 1, 1000);
+	count = ArgInt(fcinfo, 3, "count", JQ_DEFAULT_CRON_COUNT, 1, JQ_CRON_COUNT_LIMIT);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	for (int i = 0; i < count; i++)

@@ -30,14 +30,13 @@ WakeQueue(text *queue)
  * so).  Must be called between SPI_connect and SPI_finish.
  */
 bool
-QueueWantsWakeups(FunctionCallInfo fcinfo, text *queue)
+QueueWantsWakeups(const JqCall *call, text *queue)
 {
 	Datum		args[1];
-	bool		isnull;
 
 	args[0] = PointerGetDatum(queue);
-	QueueExecute(QueuePlan(fcinfo, PLAN_QUEUE_WANTS_WAKEUPS), args, NULL, false, SPI_OK_SELECT);
-	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	QueueExecute(call, PLAN_QUEUE_WANTS_WAKEUPS, args, NULL, SPI_OK_SELECT);
+	return SpiBool(0, 1);		/* NOT EXISTS (...) */
 }
 
 /* Adds queue to the list of queues to wake, once each. */
@@ -64,7 +63,7 @@ AddWakeQueue(List *queues, text *queue)
  * memory, and the NOTIFY is queued (copied) at once, to be sent at commit.
  */
 void
-WakeQueuesThatWantIt(FunctionCallInfo fcinfo, List *queues)
+WakeQueuesThatWantIt(const JqCall *call, List *queues)
 {
 	ListCell   *cell;
 
@@ -72,6 +71,6 @@ WakeQueuesThatWantIt(FunctionCallInfo fcinfo, List *queues)
 		MarkJobsDue();
 
 	foreach(cell, queues)
-		if (QueueWantsWakeups(fcinfo, (text *) lfirst(cell)))
+		if (QueueWantsWakeups(call, (text *) lfirst(cell)))
 			WakeQueue((text *) lfirst(cell));
 }

@@ -1,0 +1,46 @@
+/*-------------------------------------------------------------------------
+ *
+ * call.c
+ *	  The call context: what internal functions know of the SQL call.
+ *
+ * Each SQL entry point fills one JqCall first: which API version it
+ * serves (its C symbol says so, nothing else does), the extension's schema
+ * resolved once (for the statements of plans.c), and the queue's "now" at
+ * the call's start.  Internal functions take the call instead of fcinfo
+ * and version flags; only argument readers (args.c) look at fcinfo.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+void
+JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version)
+{
+	call->fcinfo = fcinfo;
+	call->version = version;
+	call->schema = get_func_namespace(fcinfo->flinfo->fn_oid);
+	call->quoted_schema = QueueSchemaQuoted(call->schema);
+	call->now = QueueNow();
+}
+
+/* Whether the call's SQL function is of version or later. */
+bool
+JqCallSince(const JqCall *call, JqApiVersion version)
+{
+	return call->version >= version;
+}
+
+/*
+ * A memory context for one iteration of a loop that may run long (a claim
+ * that waits): created in the current context, reset by the caller at the
+ * start of each iteration.
+ */
+MemoryContext
+JqLoopContextCreate(void)
+{
+	return AllocSetContextCreate(CurrentMemoryContext, "jobqueue loop",
+								 ALLOCSET_SMALL_SIZES);
+}

@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ *
+ * contract.h
+ *	  The contract's defaults and limits, written once.
+ *
+ * Every rule of the SQL API that is a number or a fixed text lives here:
+ * the C argument checks read it, the SQL statements of plans.c quote it
+ * (CppAsString2), and the frozen install and upgrade scripts, which state
+ * the same defaults in their function signatures, are checked against it
+ * by "make contract-check" (scripts/check_contract.py).  The C++ client
+ * states none of them: it leaves an omitted argument NULL, so the server's
+ * default applies.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JOBQUEUE_CONTRACT_H
+#define JOBQUEUE_CONTRACT_H
+
+/* Defaults of omitted (or NULL) arguments. */
+#define JQ_DEFAULT_QUEUE			"default"
+#define JQ_DEFAULT_PRIORITY			0
+#define JQ_DEFAULT_MAX_ATTEMPTS		3
+#define JQ_DEFAULT_LEASE_SECONDS	60	/* also a queue's lease without a setting */
+#define JQ_DEFAULT_MAX_JOBS			1
+#define JQ_DEFAULT_FAILED_ROWS		50
+#define JQ_DEFAULT_TIME_ZONE		"UTC"
+#define JQ_DEFAULT_CRON_COUNT		1
+
+/* Lengths, in characters (not bytes). */
+#define JQ_QUEUE_NAME_MAX		64
+#define JQ_JOB_NAME_MAX			200
+#define JQ_UNIQUE_KEY_MAX		200
+#define JQ_WORKER_NAME_MAX		200		/* longer names are cut, not refused */
+#define JQ_CRON_TEXT_MAX		200
+#define JQ_TIME_ZONE_NAME_MAX	64
+
+/* Counts. */
+#define JQ_MAX_ATTEMPTS_LIMIT	1000000
+#define JQ_MAX_JOBS_LIMIT		10000	/* per claim, and per batch call */
+#define JQ_CRON_COUNT_LIMIT		1000
+
+/* Spans. */
+#define JQ_LEASE_MIN_SECONDS	1
+#define JQ_LEASE_MAX_SECONDS	86400
+#define JQ_WAIT_MAX_SECONDS		3600
+
+/*
+ * Stored error text: at most JQ_ERROR_TEXT_MAX bytes, the marker included.
+ * Error texts composed in SQL (plans.c) cannot cut at a byte count without
+ * splitting a character, so they keep JQ_ERROR_TEXT_SQL_KEEP characters:
+ * the most that, at 4 bytes each plus the marker, still fits.
+ */
+#define JQ_ERROR_TEXT_MAX			60000
+#define JQ_TRUNCATED_TAIL			"... truncated"
+#define JQ_TRUNCATED_MARKER			"\n" JQ_TRUNCATED_TAIL
+#define JQ_ERROR_TEXT_SQL_KEEP		14996
+
+StaticAssertDecl(JQ_ERROR_TEXT_SQL_KEEP * 4 + sizeof(JQ_TRUNCATED_MARKER) - 1 <= JQ_ERROR_TEXT_MAX,
+				 "SQL-cut error text must fit JQ_ERROR_TEXT_MAX");
+StaticAssertDecl((JQ_ERROR_TEXT_SQL_KEEP + 1) * 4 + sizeof(JQ_TRUNCATED_MARKER) - 1 > JQ_ERROR_TEXT_MAX,
+				 "JQ_ERROR_TEXT_SQL_KEEP should be the largest count that fits");
+
+/* Rows a claim's due-probe handles per statement (more wait for the next claim). */
+#define JQ_PROMOTE_BATCH		1000
+/* Due schedules a tick locks per statement. */
+#define JQ_TICK_BATCH			100
+
+#endif							/* JOBQUEUE_CONTRACT_H */

@@ -78,3 +78,8 @@ version-check:
 
 # PGXS tracks no header dependencies: every object depends on the shared header.
 $(OBJS): extension/src/jobqueue.h extension/src/contract.h extension/src/cron.h
+
+.PHONY: contract-check
+# The frozen SQL scripts state the contract's defaults; contract.h must agree.
+contract-check:
+	@python3 $(srcdir)/scripts/check_contract.py $(srcdir)

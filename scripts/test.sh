@@ -49,9 +49,11 @@ suite_regress() {
     fi
 }
 
-# META.json must carry the control file's version.
+# META.json must carry the control file's version; the SQL scripts'
+# defaults must be contract.h's.
 suite_packaging() {
     make -s version-check PG_CONFIG="$PG_CONFIG"
+    make -s contract-check PG_CONFIG="$PG_CONFIG"
 }
 
 # The C++ client: unit tests, live tests of every call, worker tests

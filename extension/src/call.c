@@ -9,12 +9,17 @@
  * the call's start.  Internal functions take the call instead of fcinfo
  * and version flags; only argument readers (args.c) look at fcinfo.
  *
+ * Memory: a call allocates in its SPI connection's context, released at
+ * SPI_finish, and each statement releases the previous one's result
+ * (QueueExecute).  The loops of batch calls are bounded by
+ * JQ_MAX_JOBS_LIMIT jobs; the one loop that is bounded only by time,
+ * queue_reserve's wait, runs each round in an SPI connection of its own.
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
 
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 
 void
 JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version)
@@ -31,16 +36,4 @@ bool
 JqCallSince(const JqCall *call, JqApiVersion version)
 {
 	return call->version >= version;
-}
-
-/*
- * A memory context for one iteration of a loop that may run long (a claim
- * that waits): created in the current context, reset by the caller at the
- * start of each iteration.
- */
-MemoryContext
-JqLoopContextCreate(void)
-{
-	return AllocSetContextCreate(CurrentMemoryContext, "jobqueue loop",
-								 ALLOCSET_SMALL_SIZES);
 }

@@ -150,6 +150,35 @@ ParseField(const CronField *field, const char *text)
 	return bits;
 }
 
+/* "@every <interval>": a fixed period of 1 second to 10 years. */
+static void
+ParseEvery(const char *expression, CronSchedule *schedule)
+{
+	Interval   *span;
+
+	span = palloc(sizeof(Interval));
+	if (expression[6] == '\0' || !ParseIntervalQuietly(expression + 7, span))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cron expression: \"@every\" needs an interval, such as \"@every 10 minutes\"")));
+	if (span->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cron expression: \"@every\" takes days, hours, minutes or seconds, not months or years")));
+	schedule->every = true;
+	/* at most ten years: keeps the arithmetic below far from overflow */
+	if (span->day > 3660 || span->time > 3660 * USECS_PER_DAY ||
+		(int64) span->day * USECS_PER_DAY + span->time > 3660 * USECS_PER_DAY)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cron expression: \"@every\" allows at most 10 years")));
+	schedule->every_usecs = (int64) span->day * USECS_PER_DAY + span->time;
+	if (schedule->every_usecs < USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cron expression: \"@every\" needs at least 1 second")));
+}
+
 /* Shorthands that stand for a five-field expression. */
 static const char *
 ExpandShorthand(const char *expression)
@@ -203,29 +232,7 @@ CronParse(const char *expression, CronSchedule *schedule)
 	if (pg_strncasecmp(expression, "@every", 6) == 0 &&
 		(expression[6] == '\0' || isspace((unsigned char) expression[6])))
 	{
-		Interval   *span;
-
-		span = palloc(sizeof(Interval));
-		if (expression[6] == '\0' || !ParseIntervalQuietly(expression + 7, span))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid cron expression: \"@every\" needs an interval, such as \"@every 10 minutes\"")));
-		if (span->month != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid cron expression: \"@every\" takes days, hours, minutes or seconds, not months or years")));
-		schedule->every = true;
-		/* at most ten years: keeps the arithmetic below far from overflow */
-		if (span->day > 3660 || span->time > 3660 * USECS_PER_DAY ||
-			(int64) span->day * USECS_PER_DAY + span->time > 3660 * USECS_PER_DAY)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid cron expression: \"@every\" allows at most 10 years")));
-		schedule->every_usecs = (int64) span->day * USECS_PER_DAY + span->time;
-		if (schedule->every_usecs < USECS_PER_SEC)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid cron expression: \"@every\" needs at least 1 second")));
+		ParseEvery(expression, schedule);
 		return;
 	}
 
@@ -325,6 +332,27 @@ NextMinute(struct pg_tm *tm)
 		NextHour(tm);
 }
 
+/*
+ * @every: the multiples of the period since 2000-01-01 00:00 UTC, so a
+ * period that divides a day ticks at the same clock times every day.
+ */
+static TimestampTz
+EveryNextAfter(const CronSchedule *s, TimestampTz after)
+{
+	int64		periods = after / s->every_usecs;
+	TimestampTz next;
+
+	/* floor division, also before 2000 (negative times) */
+	if (after < 0 && after % s->every_usecs != 0)
+		periods--;
+	next = (periods + 1) * s->every_usecs;
+	if (!IS_VALID_TIMESTAMP(next))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range")));
+	return next;
+}
+
 TimestampTz
 CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 {
@@ -333,23 +361,8 @@ CronNextAfter(const CronSchedule *s, TimestampTz after, pg_tz *zone)
 	int			tz;
 	int			start_year;
 
-	/* @every: the multiples of the period since 2000-01-01 00:00 UTC, so a
-	 * period that divides a day ticks at the same clock times every day */
 	if (s->every)
-	{
-		int64		periods = after / s->every_usecs;
-		TimestampTz next;
-
-		/* floor division, also before 2000 (negative times) */
-		if (after < 0 && after % s->every_usecs != 0)
-			periods--;
-		next = (periods + 1) * s->every_usecs;
-		if (!IS_VALID_TIMESTAMP(next))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
-					 errmsg("timestamp out of range")));
-		return next;
-	}
+		return EveryNextAfter(s, after);
 
 	if (timestamp2tm(after, &tz, &tm, &fsec, NULL, zone) != 0)
 		ereport(ERROR,

@@ -75,7 +75,6 @@ typedef struct JqCall
 
 extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern bool JqCallSince(const JqCall *call, JqApiVersion version);
-extern MemoryContext JqLoopContextCreate(void);
 
 /* settings.c */
 extern int	jobqueue_max_payload_bytes;

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Check the SQL scripts' defaults against extension/src/contract.h.
+
+The install and upgrade scripts are frozen history: each states the
+contract's defaults in its function signatures and table columns.  The C
+code reads them from contract.h.  This check fails when a script states a
+default that contract.h does not, so the two cannot drift apart.
+
+    python3 scripts/check_contract.py [ROOT]
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent)
+
+# argument or column name -> (contract.h macro, how the SQL spells the value,
+#                             whether DEFAULT NULL is allowed for it)
+RULES = {
+    "max_attempts": ("JQ_DEFAULT_MAX_ATTEMPTS", "{}", False),
+    "priority": ("JQ_DEFAULT_PRIORITY", "{}", False),
+    "max_jobs": ("JQ_DEFAULT_MAX_JOBS", "{}", False),
+    "max_rows": ("JQ_DEFAULT_FAILED_ROWS", "{}", False),
+    "count": ("JQ_DEFAULT_CRON_COUNT", "{}", False),
+    "queue": ("JQ_DEFAULT_QUEUE", "'{}'", True),        # NULL: every queue
+    "queues": ("JQ_DEFAULT_QUEUE", "'{{{}}}'", False),
+    "time_zone": ("JQ_DEFAULT_TIME_ZONE", "'{}'", False),
+    "lease": ("JQ_DEFAULT_LEASE_SECONDS", "'{} seconds'", True),  # NULL: the queue's
+}
+
+DEFAULT_RE = re.compile(
+    r"(?:^|[(,])\s*(?P<name>[a-z_]+)\s+[a-z\[\]]+(?:\s+NOT NULL)?\s+DEFAULT\s+"
+    r"(?P<value>'[^']*'|[^\s,)]+)",
+    re.MULTILINE)
+
+
+def contract_values():
+    text = (ROOT / "extension/src/contract.h").read_text()
+    values = {}
+    for m in re.finditer(r'^#define\s+(JQ_DEFAULT_\w+)\s+("[^"]*"|-?\d+)', text, re.MULTILINE):
+        values[m.group(1)] = m.group(2).strip('"')
+    return values
+
+
+def main():
+    values = contract_values()
+    checked = 0
+    failures = []
+    scripts = sorted((ROOT / "extension/scripts").glob("*.sql"))
+    if not scripts:
+        failures.append("no SQL scripts found under extension/scripts")
+    for script in scripts:
+        for m in DEFAULT_RE.finditer(script.read_text()):
+            rule = RULES.get(m.group("name"))
+            if rule is None:
+                continue
+            macro, spelling, null_allowed = rule
+            if macro not in values:
+                failures.append(f"contract.h has no {macro}")
+                continue
+            value = m.group("value")
+            line = script.read_text().count("\n", 0, m.start("name")) + 1
+            if value == "NULL" and null_allowed:
+                checked += 1
+                continue
+            expected = spelling.format(values[macro])
+            checked += 1
+            if value != expected:
+                failures.append(f"{script.name}:{line}: {m.group('name')} DEFAULT {value}, "
+                                f"contract.h says {expected} ({macro})")
+    for f in failures:
+        print("contract-check: " + f, file=sys.stderr)
+    if checked == 0:
+        print("contract-check: no defaults found to check", file=sys.stderr)
+        return 1
+    print(f"contract-check: {checked} defaults agree with contract.h")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -43,10 +43,7 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	args[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
 	args[2] = TimestampTzGetDatum(call.now);
 
-	SPI_connect();
-	QueueExecute(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE);
-	cancelled = SPI_processed == 1;
-	SPI_finish();
+	cancelled = RunAlone(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE) == 1;
 
 	PG_RETURN_BOOL(cancelled);
 }
@@ -62,10 +59,7 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 
-	SPI_connect();
-	QueueExecute(&call, PLAN_CLEAR, args, NULL, SPI_OK_DELETE);
-	deleted = (int64) SPI_processed;
-	SPI_finish();
+	deleted = (int64) RunAlone(&call, PLAN_CLEAR, args, NULL, SPI_OK_DELETE);
 
 	PG_RETURN_INT64(deleted);
 }
@@ -83,9 +77,7 @@ WriteSetting(FunctionCallInfo fcinfo, QueuePlanId plan, Datum value, bool value_
 	args[1] = value;
 	args[2] = TimestampTzGetDatum(call.now);
 
-	SPI_connect();
-	QueueExecute(&call, plan, args, nulls, SPI_OK_INSERT);
-	SPI_finish();
+	RunAlone(&call, plan, args, nulls, SPI_OK_INSERT);
 }
 
 /* queue_pause(queue): claims hand out nothing from it; its jobs stay. */
@@ -131,13 +123,6 @@ jobqueue_list(PG_FUNCTION_ARGS)
 	Datum		args[1];
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_1);
-	InitMaterializedSRF(fcinfo, 0);
 	args[0] = TimestampTzGetDatum(call.now);
-
-	SPI_connect();
-	QueueExecute(&call, PLAN_LIST, args, NULL, SPI_OK_SELECT);
-	SpiRowsToResult(&call);
-	SPI_finish();
-
-	return (Datum) 0;
+	return ReturnRowsOf(&call, PLAN_LIST, args, NULL);
 }

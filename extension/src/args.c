@@ -213,30 +213,35 @@ ArgInterval(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return PG_GETARG_INTERVAL_P(argno);
 }
 
-/* A delay, zero or more; NULL when the argument is NULL (the caller's default). */
-Interval *
-ArgOptionalDelay(FunctionCallInfo fcinfo, int argno, const char *argname)
+/*
+ * An optional interval argument, checked by check; NULL when the argument
+ * is NULL (the caller knows what that means).
+ */
+static Interval *
+ArgOptionalIntervalChecked(FunctionCallInfo fcinfo, int argno, const char *argname,
+						   void (*check) (Interval *span, const char *argname))
 {
-	Interval   *delay;
+	Interval   *span;
 
 	if (PG_ARGISNULL(argno))
 		return NULL;
-	delay = PG_GETARG_INTERVAL_P(argno);
-	CheckNonNegativeInterval(delay, argname);
-	return delay;
+	span = PG_GETARG_INTERVAL_P(argno);
+	check(span, argname);
+	return span;
+}
+
+/* A delay, zero or more; NULL when the argument is NULL. */
+Interval *
+ArgOptionalDelay(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	return ArgOptionalIntervalChecked(fcinfo, argno, argname, CheckNonNegativeInterval);
 }
 
 /* A lease within the contract's bounds; NULL when the argument is NULL. */
 Interval *
 ArgOptionalLease(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
-	Interval   *lease;
-
-	if (PG_ARGISNULL(argno))
-		return NULL;
-	lease = PG_GETARG_INTERVAL_P(argno);
-	CheckLeaseInterval(lease, argname);
-	return lease;
+	return ArgOptionalIntervalChecked(fcinfo, argno, argname, CheckLeaseInterval);
 }
 
 /* The contract's default lease, for a 1.0 claim given none. */

@@ -372,19 +372,10 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 
 typedef struct IdToken
 {
-	int64		id;
+	int64		id;				/* first: sorted with CompareLeadingIds */
 	int64		token;
 	bool		taken;			/* an id given twice completes once */
 } IdToken;
-
-static int
-CompareIdTokens(const void *a, const void *b)
-{
-	int64		x = ((const IdToken *) a)->id;
-	int64		y = ((const IdToken *) b)->id;
-
-	return (x > y) - (x < y);
-}
 
 /*
  * queue_delete_many(ids, tokens) returns bigint[]: the ids completed, in the
@@ -436,13 +427,13 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		current[current_count].taken = false;
 		current_count++;
 	}
-	qsort(current, current_count, sizeof(IdToken), CompareIdTokens);
+	qsort(current, current_count, sizeof(IdToken), CompareLeadingIds);
 
 	for (int i = 0; i < count; i++)
 	{
 		IdToken		key = {ids[i], 0, false};
 		IdToken    *match = bsearch(&key, current, current_count, sizeof(IdToken),
-									CompareIdTokens);
+									CompareLeadingIds);
 
 		if (match == NULL || match->taken || match->token != tokens[i])
 			continue;

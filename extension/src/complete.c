@@ -91,10 +91,7 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 
-	SPI_connect();
-	QueueExecute(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE);
-	deleted = SPI_processed == 1;
-	SPI_finish();
+	deleted = RunAlone(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE) == 1;
 
 	PG_RETURN_BOOL(deleted);
 }
@@ -231,10 +228,7 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(QueueTimeAfter(call.now, lease));
 	NoteJobDueAt(DatumGetTimestampTz(args[2]));	/* the lease may end sooner */
 
-	SPI_connect();
-	QueueExecute(&call, PLAN_EXTEND, args, NULL, SPI_OK_UPDATE);
-	extended = SPI_processed == 1;
-	SPI_finish();
+	extended = RunAlone(&call, PLAN_EXTEND, args, NULL, SPI_OK_UPDATE) == 1;
 
 	PG_RETURN_BOOL(extended);
 }

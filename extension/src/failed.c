@@ -59,7 +59,6 @@ FailedRows(FunctionCallInfo fcinfo, JqApiVersion version)
 		queue = ArgOptionalNameText(fcinfo, 1, "queue", JQ_QUEUE_NAME_MAX);
 		by_id = !PG_ARGISNULL(2);
 	}
-	InitMaterializedSRF(fcinfo, 0);
 	args[0] = Int32GetDatum(max_rows);
 	args[1] = PointerGetDatum(queue);
 	nulls[1] = queue ? ' ' : 'n';
@@ -69,12 +68,7 @@ FailedRows(FunctionCallInfo fcinfo, JqApiVersion version)
 	else if (queue)
 		plan = PLAN_FAILED_ROWS_QUEUE;
 
-	SPI_connect();
-	QueueExecute(&call, plan, args, nulls, SPI_OK_SELECT);
-	SpiRowsToResult(&call);
-	SPI_finish();
-
-	return (Datum) 0;
+	return ReturnRowsOf(&call, plan, args, nulls);
 }
 
 Datum
@@ -175,10 +169,7 @@ jobqueue_forget_failed(PG_FUNCTION_ARGS)
 	else
 		plan = PLAN_FORGET_FAILED_ALL;
 
-	SPI_connect();
-	QueueExecute(&call, plan, args, NULL, SPI_OK_DELETE);
-	deleted = (int64) SPI_processed;
-	SPI_finish();
+	deleted = (int64) RunAlone(&call, plan, args, NULL, SPI_OK_DELETE);
 
 	PG_RETURN_INT64(deleted);
 }

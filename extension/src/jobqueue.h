@@ -172,7 +172,11 @@ extern text *SpiTextCopy(uint64 row, int column);
 extern Jsonb *SpiJsonbCopy(uint64 row, int column);
 extern bool SpiIsNull(uint64 row, int column);
 extern SPITupleTable *SpiTakeResult(void);
-extern void SpiRowsToResult(const JqCall *call);
+extern Datum ReturnRowsOf(const JqCall *call, QueuePlanId id, Datum *values,
+						  const char *nulls);
+extern uint64 RunAlone(const JqCall *call, QueuePlanId id, Datum *values,
+					   const char *nulls, int expected);
+extern int	CompareLeadingIds(const void *a, const void *b);
 
 /* args.c */
 extern bool ParseIntervalQuietly(const char *input, Interval *result);

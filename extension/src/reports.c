@@ -46,13 +46,6 @@ jobqueue_stats(PG_FUNCTION_ARGS)
 	Datum		args[1];
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_0);
-	InitMaterializedSRF(fcinfo, 0);
 	args[0] = TimestampTzGetDatum(call.now);
-
-	SPI_connect();
-	QueueExecute(&call, PLAN_STATS, args, NULL, SPI_OK_SELECT);
-	SpiRowsToResult(&call);
-	SPI_finish();
-
-	return (Datum) 0;
+	return ReturnRowsOf(&call, PLAN_STATS, args, NULL);
 }

@@ -60,18 +60,9 @@ ArgQueues(FunctionCallInfo fcinfo, int argno, Datum **elems, int *count)
 /* Position of a claimed id in claim order, for putting the batch in order. */
 typedef struct ClaimSlot
 {
-	int64		id;
+	int64		id;				/* first: sorted with CompareLeadingIds */
 	int			position;
 } ClaimSlot;
-
-static int
-CompareClaimSlots(const void *a, const void *b)
-{
-	int64		x = ((const ClaimSlot *) a)->id;
-	int64		y = ((const ClaimSlot *) b)->id;
-
-	return (x > y) - (x < y);
-}
 
 /* Columns of the due-probe (PLAN_FIND_DUE): expired only since 1.1. */
 enum
@@ -232,7 +223,7 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, Datum **ids,
 		(*slots)[i].position = i;
 		(*ids)[i] = Int64GetDatum((*slots)[i].id);
 	}
-	qsort(*slots, count, sizeof(ClaimSlot), CompareClaimSlots);
+	qsort(*slots, count, sizeof(ClaimSlot), CompareLeadingIds);
 	return count;
 }
 
@@ -280,7 +271,7 @@ AddClaimedInClaimOrder(const JqCall *call, ClaimSlot *slots, int count)
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		ClaimSlot	key = {SpiInt8(row, CLAIMED_ID), 0};
-		ClaimSlot  *slot = bsearch(&key, slots, count, sizeof(ClaimSlot), CompareClaimSlots);
+		ClaimSlot  *slot = bsearch(&key, slots, count, sizeof(ClaimSlot), CompareLeadingIds);
 
 		if (slot == NULL)
 			elog(ERROR, "jobqueue: claimed job " INT64_FORMAT " was not a candidate", key.id);

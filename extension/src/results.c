@@ -103,18 +103,52 @@ SpiTakeResult(void)
 }
 
 /*
- * Copy every row of the last result into the call's materialized set
- * result (InitMaterializedSRF done), as they are: for the functions that
- * return what one statement reads.
+ * For the set-returning functions that return what one statement reads:
+ * run it and copy every row, as it is, into the call's set result.
  */
-void
-SpiRowsToResult(const JqCall *call)
+Datum
+ReturnRowsOf(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+	ReturnSetInfo *rsinfo;
 
+	InitMaterializedSRF(call->fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+	SPI_connect();
+	QueueExecute(call, id, values, nulls, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		tuplestore_puttuple(rsinfo->setResult, SPI_tuptable->vals[row]);
 	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * For the functions that are one statement: run it in an SPI connection of
+ * its own; returns how many rows it processed.
+ */
+uint64
+RunAlone(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls, int expected)
+{
+	uint64		processed;
+
+	SPI_connect();
+	QueueExecute(call, id, values, nulls, expected);
+	processed = SPI_processed;
+	SPI_finish();
+	return processed;
+}
+
+/*
+ * Orders structs whose first member is an int64 id by that id (qsort and
+ * bsearch of claimed or completed jobs).
+ */
+int
+CompareLeadingIds(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
 }

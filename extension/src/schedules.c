@@ -123,10 +123,7 @@ jobqueue_schedule_remove(PG_FUNCTION_ARGS)
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_2);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX));
-	SPI_connect();
-	QueueExecute(&call, PLAN_SCHEDULE_REMOVE, args, NULL, SPI_OK_DELETE);
-	removed = SPI_processed == 1;
-	SPI_finish();
+	removed = RunAlone(&call, PLAN_SCHEDULE_REMOVE, args, NULL, SPI_OK_DELETE) == 1;
 	PG_RETURN_BOOL(removed);
 }
 
@@ -137,12 +134,7 @@ jobqueue_schedule_list(PG_FUNCTION_ARGS)
 	JqCall		call;
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_2);
-	InitMaterializedSRF(fcinfo, 0);
-	SPI_connect();
-	QueueExecute(&call, PLAN_SCHEDULE_LIST, NULL, NULL, SPI_OK_SELECT);
-	SpiRowsToResult(&call);
-	SPI_finish();
-	return (Datum) 0;
+	return ReturnRowsOf(&call, PLAN_SCHEDULE_LIST, NULL, NULL);
 }
 
 /*

@@ -17,6 +17,7 @@ OBJS = \
 	extension/src/call.o \
 	extension/src/settings.o \
 	extension/src/plans.o \
+	extension/src/hotpath.o \
 	extension/src/results.o \
 	extension/src/args.o \
 	extension/src/errortext.o \

@@ -21,6 +21,7 @@ _PG_init(void)
 	JobqueueDefineSettings();
 	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
 	JobqueueDefineDueHint();
+	JobqueueInstallPlannerHook();
 	if (process_shared_preload_libraries_in_progress)
 		JobqueueRequestWaiting();
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */

@@ -9,6 +9,7 @@
  *   contract.h  - the contract's defaults and limits, written once
  *   call.c      - the call context every SQL entry point builds first
  *   plans.c     - SPI statements, prepared once per backend and version
+ *   hotpath.c   - index plans for the hot statements, whatever the statistics
  *   results.c   - reading SPI results, copying them to set results
  *   settings.c  - GUCs and the queue's clock
  *   args.c      - argument checks shared by every function
@@ -239,6 +240,10 @@ extern bool DueProbeCanBeRemembered(uint64 *generation);
 extern TimestampTz DueProbeHorizon(TimestampTz now);
 extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz now,
 							 TimestampTz until);
+
+/* hotpath.c: hot-path statements keep index plans whatever the statistics */
+#define JQ_HOT_PATH_MARK "/* jobqueue hot path */ "
+extern void JobqueueInstallPlannerHook(void);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

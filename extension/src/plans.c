@@ -21,6 +21,7 @@
 #include "jobqueue.h"
 
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -43,6 +44,17 @@ typedef struct QueuePlanDef
 #define FAILED_COLUMNS \
 	"id, job_id, queue, name, payload, priority, attempts, max_attempts, " \
 	"error, failed_at, created_at"
+
+/*
+ * The ready flag as a re-check of rows found another way (by id, by
+ * deadline).  Written "IS TRUE" / "IS FALSE", which is the same for a NOT
+ * NULL column, so that the partial indexes on ready (claim order, waiting
+ * jobs) cannot serve these statements: a generic plan made while the
+ * table was empty would otherwise be as likely to walk a whole queue in
+ * one of them as to take the primary key or the deadline index.
+ */
+#define STILL_READY "ready IS TRUE"
+#define STILL_WAITING "ready IS FALSE"
 
 /* Held by a claim (live when available_at, the lease's end, is ahead). */
 #define HELD "(NOT ready AND token IS NOT NULL)"
@@ -97,7 +109,7 @@ typedef struct QueuePlanDef
 
 static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_PUSH][JQ_API_1_0] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7)"
 		" RETURNING id",
@@ -105,7 +117,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* A held key is expected, not an error: DO NOTHING, then find the holder. */
 	[PLAN_PUSH_UNIQUE][JQ_API_1_0] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, unique_key)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8)"
 		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
@@ -113,7 +125,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		8, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[PLAN_FIND_UNIQUE_HOLDER][JQ_API_1_0] = {
-		"SELECT id FROM @S@.queue_jobs WHERE unique_key = $1",
+		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs WHERE unique_key = $1",
 		1, {TEXTOID}
 	},
 
@@ -123,17 +135,17 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * its last attempt whose lease ran out (its worker died).
 	 */
 	[PLAN_FIND_DUE][JQ_API_1_0] = {
-		"SELECT id, attempts >= max_attempts FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts FROM @S@.queue_jobs"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
 	[PLAN_MAKE_READY][JQ_API_1_0] = {
-		"UPDATE @S@.queue_jobs SET ready = true WHERE id = ANY ($1) AND NOT ready",
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs SET ready = true WHERE id = ANY ($1) AND " STILL_WAITING,
 		1, {INT8ARRAYOID}
 	},
 	[PLAN_FAIL_EXHAUSTED][JQ_API_1_0] = {
-		"WITH moved AS ("
+		JQ_HOT_PATH_MARK "WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
@@ -153,18 +165,18 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * search relied on.
 	 */
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_0] = {
-		"SELECT id FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs"
 		" WHERE ready AND queue = $1 AND available_at <= $2"
 		" ORDER BY priority DESC, available_at, id"
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
 	[PLAN_CLAIM_UPDATE][JQ_API_1_0] = {
-		"UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
 		" SET ready = false, attempts = attempts + 1, available_at = $4,"
 		"     reserved_until = $4, reserved_by = $5,"
 		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
-		" WHERE id = ANY ($1) AND ready AND queue = $2 AND available_at <= $3"
+		" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
 		"   AND attempts < max_attempts"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error",
@@ -172,16 +184,16 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 
 	[PLAN_DELETE][JQ_API_1_0] = {
-		"DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2",
+		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2",
 		2, {INT8OID, INT8OID}
 	},
 	[PLAN_LOCK_CLAIMED][JQ_API_1_0] = {
-		"SELECT attempts, max_attempts, queue FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT attempts, max_attempts, queue FROM @S@.queue_jobs"
 		" WHERE id = $1 AND token = $2 FOR UPDATE",
 		2, {INT8OID, INT8OID}
 	},
 	[PLAN_RELEASE][JQ_API_1_0] = {
-		"UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
 		" SET ready = $3 <= $4, available_at = $3, reserved_until = NULL,"
 		"     reserved_by = NULL, token = NULL, last_error = $5"
 		" WHERE id = $1 AND token = $2",
@@ -189,7 +201,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* One statement, so a job is never in both tables nor in neither. */
 	[PLAN_MOVE_TO_FAILED][JQ_API_1_0] = {
-		"WITH moved AS ("
+		JQ_HOT_PATH_MARK "WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2 RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
@@ -202,7 +214,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID}
 	},
 	[PLAN_EXTEND][JQ_API_1_0] = {
-		"UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
 		" SET ready = false, available_at = $3, reserved_until = $3"
 		" WHERE id = $1 AND token = $2",
 		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
@@ -285,7 +297,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	/* ---- 1.1: deadlines, wake-ups, batches, administration ---- */
 
 	[PLAN_PUSH][JQ_API_1_1] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9)"
 		" RETURNING id, " WANTS_WAKEUPS,
@@ -293,7 +305,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 			TEXTOID, TIMESTAMPTZOID}
 	},
 	[PLAN_PUSH_UNIQUE][JQ_API_1_1] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  unique_key, deadline)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8, $9)"
@@ -304,7 +316,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* Jobs without unique keys, in one statement; ids come back in input order. */
 	[PLAN_PUSH_BATCH][JQ_API_1_1] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
 		" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl"
 		" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
@@ -315,7 +327,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
 	},
 	[PLAN_QUEUE_WANTS_WAKEUPS][JQ_API_1_1] = {
-		"SELECT " WANTS_WAKEUPS,
+		JQ_HOT_PATH_MARK "SELECT " WANTS_WAKEUPS,
 		1, {TEXTOID}
 	},
 
@@ -324,7 +336,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * (ready, or their lease ran out): those are failed as expired.
 	 */
 	[PLAN_FIND_DUE][JQ_API_1_1] = {
-		"SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2"
+		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2"
 		" FROM @S@.queue_jobs"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
@@ -336,8 +348,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * index in a generic plan, where an OR made the planner scan the table.
 	 */
 	[PLAN_FIND_EXPIRED_READY][JQ_API_1_1] = {
-		"SELECT id FROM @S@.queue_jobs"
-		" WHERE deadline <= $2 AND queue = ANY ($1) AND ready"
+		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs"
+		" WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
@@ -347,15 +359,15 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * locked: a row another claim is promoting still counts.
 	 */
 	[PLAN_NEXT_DUE][JQ_API_1_1] = {
-		"SELECT least("
+		JQ_HOT_PATH_MARK "SELECT least("
 		" (SELECT pg_catalog.min(available_at) FROM @S@.queue_jobs"
 		"   WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2),"
 		" (SELECT pg_catalog.min(deadline) FROM @S@.queue_jobs"
-		"   WHERE deadline <= $2 AND queue = ANY ($1) AND ready))",
+		"   WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY "))",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
 	[PLAN_FAIL_EXPIRED][JQ_API_1_1] = {
-		"WITH moved AS ("
+		JQ_HOT_PATH_MARK "WITH moved AS ("
 		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
@@ -368,7 +380,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* As the 1.0 claim, skipping paused queues and expired jobs. */
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_1] = {
-		"SELECT id FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs"
 		" WHERE ready AND queue = $1 AND available_at <= $2"
 		"   AND (deadline IS NULL OR deadline > $2) AND " NOT_PAUSED
 		" ORDER BY priority DESC, available_at, id"
@@ -377,13 +389,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* $4 NULL: the queue's default lease, or 60 seconds. */
 	[PLAN_CLAIM_UPDATE][JQ_API_1_1] = {
-		"UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
 		" SET ready = false, attempts = attempts + 1,"
 		"     available_at = $3 + " CLAIM_LEASE ","
 		"     reserved_until = $3 + " CLAIM_LEASE ","
 		"     reserved_by = $5,"
 		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
-		" WHERE id = ANY ($1) AND ready AND queue = $2 AND available_at <= $3"
+		" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
 		"   AND attempts < max_attempts AND (deadline IS NULL OR deadline > $3)"
 		"   AND NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $2 AND s.paused)"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
@@ -393,11 +405,11 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* Batch completion: lock the jobs, pair tokens in C, then delete. */
 	[PLAN_LOCK_CLAIMED_MANY][JQ_API_1_1] = {
-		"SELECT id, token FROM @S@.queue_jobs WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
+		JQ_HOT_PATH_MARK "SELECT id, token FROM @S@.queue_jobs WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
 		1, {INT8ARRAYOID}
 	},
 	[PLAN_DELETE_IDS][JQ_API_1_1] = {
-		"DELETE FROM @S@.queue_jobs WHERE id = ANY ($1)",
+		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_jobs WHERE id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
 	[PLAN_RETRY_FAILED_ONE][JQ_API_1_1] = {
@@ -415,7 +427,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* A job held by a live claim is only cancelled with force ($2). */
 	[PLAN_CANCEL][JQ_API_1_1] = {
-		"DELETE FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_jobs"
 		" WHERE id = $1 AND ($2 OR ready OR token IS NULL OR available_at <= $3)",
 		3, {INT8OID, BOOLOID, TIMESTAMPTZOID}
 	},
@@ -492,6 +504,55 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" WHERE name = $1",
 		5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}
 	},
+};
+
+/* Statement names, for the listing of hot-path plans (tests, bench). */
+static const char *const plan_names[NUM_QUEUE_PLANS] = {
+	[PLAN_PUSH] = "push",
+	[PLAN_PUSH_UNIQUE] = "push_unique",
+	[PLAN_FIND_UNIQUE_HOLDER] = "find_unique_holder",
+	[PLAN_FIND_DUE] = "find_due",
+	[PLAN_MAKE_READY] = "make_ready",
+	[PLAN_FAIL_EXHAUSTED] = "fail_exhausted",
+	[PLAN_CLAIM_CANDIDATES] = "claim_candidates",
+	[PLAN_CLAIM_UPDATE] = "claim_update",
+	[PLAN_DELETE] = "delete",
+	[PLAN_LOCK_CLAIMED] = "lock_claimed",
+	[PLAN_RELEASE] = "release",
+	[PLAN_MOVE_TO_FAILED] = "move_to_failed",
+	[PLAN_EXTEND] = "extend",
+	[PLAN_PENDING_ALL] = "pending_all",
+	[PLAN_PENDING_QUEUE] = "pending_queue",
+	[PLAN_STATS] = "stats",
+	[PLAN_FAILED_COUNT] = "failed_count",
+	[PLAN_FAILED_ROWS] = "failed_rows",
+	[PLAN_FAILED_ROWS_QUEUE] = "failed_rows_queue",
+	[PLAN_FAILED_ROW_ID] = "failed_row_id",
+	[PLAN_RETRY_FAILED_ONE] = "retry_failed_one",
+	[PLAN_RETRY_FAILED_ALL] = "retry_failed_all",
+	[PLAN_FORGET_FAILED_ONE] = "forget_failed_one",
+	[PLAN_FORGET_FAILED_BEFORE] = "forget_failed_before",
+	[PLAN_FORGET_FAILED_ALL] = "forget_failed_all",
+	[PLAN_TIER_FUNCTIONS] = "tier_functions",
+	[PLAN_PUSH_BATCH] = "push_batch",
+	[PLAN_QUEUE_WANTS_WAKEUPS] = "queue_wants_wakeups",
+	[PLAN_FIND_EXPIRED_READY] = "find_expired_ready",
+	[PLAN_NEXT_DUE] = "next_due",
+	[PLAN_FAIL_EXPIRED] = "fail_expired",
+	[PLAN_LOCK_CLAIMED_MANY] = "lock_claimed_many",
+	[PLAN_DELETE_IDS] = "delete_ids",
+	[PLAN_CANCEL] = "cancel",
+	[PLAN_CLEAR] = "clear",
+	[PLAN_SET_PAUSED] = "set_paused",
+	[PLAN_SET_DEFAULT_LEASE] = "set_default_lease",
+	[PLAN_SET_NOTIFY] = "set_notify",
+	[PLAN_LIST] = "list",
+	[PLAN_SCHEDULE_LOCK] = "schedule_lock",
+	[PLAN_SCHEDULE_UPSERT] = "schedule_upsert",
+	[PLAN_SCHEDULE_REMOVE] = "schedule_remove",
+	[PLAN_SCHEDULE_LIST] = "schedule_list",
+	[PLAN_SCHEDULE_DUE] = "schedule_due",
+	[PLAN_SCHEDULE_ADVANCE] = "schedule_advance",
 };
 
 static Oid	cached_schema = InvalidOid;
@@ -611,4 +672,75 @@ QueueExecute(const JqCall *call, QueuePlanId id, Datum *values, const char *null
 		elog(ERROR, "jobqueue: statement %d returned %s, expected %s", (int) id,
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));
 	return rc;
+}
+
+/* "PREPARE name(types) AS sql" for a statement, qualified with schema. */
+static char *
+PrepareText(const char *name, const QueuePlanDef *def, const char *quoted_schema)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "PREPARE %s", name);
+	for (int a = 0; a < def->nargs; a++)
+		appendStringInfo(&buf, "%s%s", a == 0 ? "(" : ", ", format_type_be(def->argtypes[a]));
+	appendStringInfo(&buf, "%s AS %s", def->nargs > 0 ? ")" : "",
+					 QualifySql(def->sql, quoted_schema));
+	return buf.data;
+}
+
+/* "EXECUTE name(NULL, ...)": the arguments do not matter to a generic plan. */
+static char *
+ExecuteText(const char *name, const QueuePlanDef *def)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "EXECUTE %s", name);
+	for (int a = 0; a < def->nargs; a++)
+		appendStringInfoString(&buf, a == 0 ? "(NULL" : ", NULL");
+	if (def->nargs > 0)
+		appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+PG_FUNCTION_INFO_V1(jobqueue_hot_path_statements);
+
+/*
+ * jobqueue_hot_path_statements(schema) returns (statement, version, prepare,
+ * execute): every hot-path statement of plans.c as the installed extension
+ * runs it in that schema, to be PREPAREd and EXPLAINed (plan_cache_mode =
+ * force_generic_plan) by the plan-shape test and the bench.  Not part of
+ * the extension's SQL API: a test creates it from the library.
+ */
+Datum
+jobqueue_hot_path_statements(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2"};
+	const char *quoted_schema;
+
+	ArgRequire(fcinfo, 0, "schema");
+	quoted_schema = quote_identifier(get_namespace_name(PG_GETARG_OID(0)));
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int id = 0; id < NUM_QUEUE_PLANS; id++)
+		for (int v = 0; v < JQ_API_COUNT; v++)
+		{
+			const QueuePlanDef *def = &plan_defs[id][v];
+			char	   *name;
+			Datum		values[4];
+			bool		nulls[4] = {false, false, false, false};
+
+			if (def->sql == NULL ||
+				strncmp(def->sql, JQ_HOT_PATH_MARK, strlen(JQ_HOT_PATH_MARK)) != 0)
+				continue;
+			name = psprintf("jq_%s_%d", plan_names[id], v);
+			values[0] = CStringGetTextDatum(plan_names[id]);
+			values[1] = CStringGetTextDatum(version_names[v]);
+			values[2] = CStringGetTextDatum(PrepareText(name, def, quoted_schema));
+			values[3] = CStringGetTextDatum(ExecuteText(name, def));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	return (Datum) 0;
 }

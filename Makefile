@@ -55,6 +55,7 @@ REGRESS = \
 	privileges_1_1 \
 	schedules \
 	waiting \
+	plans \
 	upgrade \
 	upgrade_1_2
 REGRESS_OPTS = --load-extension=jobqueue

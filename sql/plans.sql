@@ -1,0 +1,90 @@
+--
+-- plans: every hot-path statement (claim, promotion, expiry, push,
+-- completion) is planned on the index that serves it, whatever the
+-- statistics say: on an empty table after ANALYZE, on a filled table that
+-- was never analysed, and on an analysed large one.  Each statement is
+-- PREPAREd from the text the extension runs and EXPLAINed as a generic
+-- plan, as the extension's kept plans are.
+-- This file manages the extension itself, and leaves it created at the
+-- default version at the end.
+--
+\set VERBOSITY terse
+DROP EXTENSION jobqueue;
+CREATE EXTENSION jobqueue;
+CREATE SCHEMA jq_plans;
+CREATE FUNCTION jq_plans.hot_path_statements(schema regnamespace)
+RETURNS TABLE (statement text, version text, prepare_sql text, execute_sql text)
+AS 'jobqueue', 'jobqueue_hot_path_statements' LANGUAGE C STRICT;
+
+-- The scan and sort nodes of each hot statement's generic plan, one line
+-- per statement and version.
+CREATE FUNCTION jq_plans.shapes() RETURNS TABLE (statement text, version text, shape text)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    s record;
+    line text;
+    nodes text[];
+BEGIN
+    SET LOCAL plan_cache_mode = force_generic_plan;
+    DEALLOCATE ALL;
+    FOR s IN SELECT * FROM jq_plans.hot_path_statements(
+                 (SELECT extnamespace FROM pg_extension WHERE extname = 'jobqueue'))
+             ORDER BY 1, 2
+    LOOP
+        EXECUTE s.prepare_sql;
+        nodes := '{}';
+        FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || s.execute_sql LOOP
+            IF line ~ '(Scan|Sort)' THEN
+                nodes := nodes || regexp_replace(btrim(line), '^->\s*', '');
+            END IF;
+        END LOOP;
+        statement := s.statement;
+        version := s.version;
+        shape := array_to_string(nodes, '; ');
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$;
+
+-- What must never appear in a hot plan: a scan of the whole queue table,
+-- a bitmap scan or a sort.
+CREATE FUNCTION jq_plans.bad_shapes() RETURNS TABLE (statement text, version text, shape text)
+LANGUAGE sql AS $fn$
+    SELECT * FROM jq_plans.shapes()
+    WHERE shape ~ '(Seq Scan on queue_jobs|Bitmap|Sort)'
+$fn$;
+
+-- 1. empty, analysed: the shapes every later case must keep
+VACUUM ANALYZE queue_jobs;
+SELECT * FROM jq_plans.shapes();
+SELECT * FROM jq_plans.bad_shapes();
+CREATE TABLE jq_plans.empty_shapes AS SELECT * FROM jq_plans.shapes();
+
+-- Plans that differ from the empty table's (none may).
+CREATE FUNCTION jq_plans.changed_shapes() RETURNS TABLE (statement text, version text, shape text)
+LANGUAGE sql AS $fn$
+    SELECT * FROM jq_plans.shapes() EXCEPT SELECT * FROM jq_plans.empty_shapes ORDER BY 1, 2
+$fn$;
+
+-- 2. filled, never analysed (the table is created anew, so no statistics;
+-- autovacuum must not analyse it under the test)
+DROP EXTENSION jobqueue;
+CREATE EXTENSION jobqueue;
+ALTER TABLE queue_jobs SET (autovacuum_enabled = false);
+SELECT count(*) FROM unnest(queue_push_many(
+    (SELECT jsonb_agg(jsonb_build_object('name', 'n', 'queue', 'q' || (i % 3),
+                                         'delay', CASE WHEN i % 5 = 0 THEN 60 ELSE 0 END))
+     FROM generate_series(1, 10000) AS i))) AS pushed;
+SELECT c.reltuples < 0 AS never_analysed FROM pg_class c
+WHERE c.relname = 'queue_jobs'
+  AND c.relnamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'jobqueue');
+SELECT * FROM jq_plans.changed_shapes();
+
+-- 3. the same table analysed
+ANALYZE queue_jobs;
+SELECT * FROM jq_plans.changed_shapes();
+
+DEALLOCATE ALL;
+DROP SCHEMA jq_plans CASCADE;
+DROP EXTENSION jobqueue;
+CREATE EXTENSION jobqueue;

@@ -28,6 +28,7 @@ OBJS = \
 	extension/src/reports.o \
 	extension/src/grants.o \
 	extension/src/wakeup.o \
+	extension/src/notifier.o \
 	extension/src/batch.o \
 	extension/src/admin.o \
 	extension/src/cron.o \

@@ -85,13 +85,17 @@ suite_battery() { bash tests/battery/run.sh; }
 suite_dump() { bash tests/dump/run.sh; }
 suite_search_path() { bash tests/search_path/run.sh; }
 
+# Coalesced NOTIFY: a listener that claims only when notified still gets
+# every job (the sender's trailing notification), with Debian's psycopg2.
+suite_notify() { timeout 180 /usr/bin/python3 tests/notify/coalesce.py; }
+
 # Chaos: workers killed at random and the server restarted under load
 # (3,000 jobs; 100,000 with --long).
 suite_chaos() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bash tests/stress/chaos.sh
 }
 
-SUITES=(packaging regress client cli battery dump search_path chaos)
+SUITES=(packaging regress client cli battery dump search_path notify chaos)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.
@@ -123,7 +127,7 @@ trap on_exit EXIT
 source scripts/install-deps.sh
 source scripts/cluster.sh
 
-jq_install_deps cmake g++ nlohmann-json3-dev libgtest-dev libcli11-dev bats python3
+jq_install_deps cmake g++ nlohmann-json3-dev libgtest-dev libcli11-dev bats python3 python3-psycopg2
 mkdir -p build
 
 echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"

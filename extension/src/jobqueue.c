@@ -22,6 +22,7 @@ _PG_init(void)
 	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
 	JobqueueDefineDueHint();
 	JobqueueInstallPlannerHook();
+	JobqueueDefineNotifier(process_shared_preload_libraries_in_progress);
 	if (process_shared_preload_libraries_in_progress)
 		JobqueueRequestWaiting();
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */

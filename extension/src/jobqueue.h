@@ -23,6 +23,7 @@
  *   admin.c     - cancel, clear, pause, default lease, wake-ups, list
  *   grants.c    - the producer / worker / admin tiers
  *   wakeup.c    - NOTIFY wake-ups
+ *   notifier.c  - shared memory: coalescing them for busy queues
  *   cron.c      - cron expressions (cron.h)
  *   schedules.c - recurring schedules and queue_tick
  *   ticker.c    - the background ticker (with shared_preload_libraries)
@@ -251,6 +252,10 @@ extern void JobqueueDefineTicker(bool preloading);
 /* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name */
 #define JQ_NOTIFY_CHANNEL "jobqueue"
 extern void WakeQueue(text *queue);
+
+/* notifier.c: coalesced NOTIFY, with shared_preload_libraries */
+extern void JobqueueDefineNotifier(bool preloading);
+extern void NotifyQueueListeners(const char *queue);
 extern bool QueueWantsWakeups(const JqCall *call, text *queue);
 extern List *AddWakeQueue(List *queues, text *queue);
 extern void WakeQueuesThatWantIt(const JqCall *call, List *queues);

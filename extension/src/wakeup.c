@@ -8,8 +8,10 @@
  * a transaction (subtransactions included), so a queue is announced at most
  * once per transaction and a rolled-back transaction wakes nobody.
  *
- * NOTIFY makes PostgreSQL serialise the commits of notifying transactions,
- * so each queue can turn it off (queue_set_notify); workers then poll.
+ * NOTIFY makes PostgreSQL serialise the commits of notifying transactions:
+ * with the library preloaded, wake-ups of a busy queue are coalesced
+ * (notifier.c), and each queue can turn them off (queue_set_notify);
+ * workers then poll or wait in the server.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,7 +24,7 @@
 void
 WakeQueue(text *queue)
 {
-	Async_Notify(JQ_NOTIFY_CHANNEL, text_to_cstring(queue));
+	NotifyQueueListeners(text_to_cstring(queue));
 }
 
 /*

@@ -52,7 +52,7 @@ if [[ $MODE == quick ]]; then
     BATCH_CALLS=200   # claim calls of 100 in a batched drain
     STEADY_SECS=20    # length of each steady load
     WORKER_JOBS=10000 # jobs the worker runtime drains from the backlog
-    COLD_CLAIMS=100   # claims timed per cold-plan case
+    COLD_CLAIMS=50    # claims timed per cold-plan case and session
 else
     SECS=3
     REPS=3

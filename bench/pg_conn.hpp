@@ -25,24 +25,16 @@ public:
     // Runs a prepared statement; returns the first column of the first row
     // ("" when no row), throwing on an error.
     std::string run(const std::string& name, const std::vector<std::string>& params = {}) {
-        std::vector<const char*> values;
-        for (const auto& p : params) values.push_back(p.c_str());
-        PGresult* r = PQexecPrepared(conn_.get(), name.c_str(), static_cast<int>(values.size()),
-                                     values.empty() ? nullptr : values.data(), nullptr, nullptr, 0);
-        return check(r, name);
+        const auto r = exec_prepared(name, params);
+        return PQntuples(r.get()) > 0 && PQnfields(r.get()) > 0 ? PQgetvalue(r.get(), 0, 0) : "";
     }
 
     // First row of a prepared statement's result, all columns.
     std::vector<std::string> row(const std::string& name, const std::vector<std::string>& params = {}) {
-        std::vector<const char*> values;
-        for (const auto& p : params) values.push_back(p.c_str());
-        PGresult* r = PQexecPrepared(conn_.get(), name.c_str(), static_cast<int>(values.size()),
-                                     values.empty() ? nullptr : values.data(), nullptr, nullptr, 0);
-        std::unique_ptr<PGresult, decltype(&PQclear)> guard(r, PQclear);
-        ensure_ok(r, name);
+        const auto r = exec_prepared(name, params);
         std::vector<std::string> out;
-        if (PQntuples(r) > 0)
-            for (int c = 0; c < PQnfields(r); ++c) out.emplace_back(PQgetvalue(r, 0, c));
+        if (PQntuples(r.get()) > 0)
+            for (int c = 0; c < PQnfields(r.get()); ++c) out.emplace_back(PQgetvalue(r.get(), 0, c));
         return out;
     }
 
@@ -50,13 +42,25 @@ public:
     std::string query(const std::string& sql) { return check(PQexec(conn_.get(), sql.c_str()), sql); }
 
 private:
+    using Result = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+    // The result of a prepared statement (text parameters), or an exception.
+    Result exec_prepared(const std::string& name, const std::vector<std::string>& params) {
+        std::vector<const char*> values;
+        for (const auto& p : params) values.push_back(p.c_str());
+        Result r(PQexecPrepared(conn_.get(), name.c_str(), static_cast<int>(values.size()),
+                                values.empty() ? nullptr : values.data(), nullptr, nullptr, 0),
+                 PQclear);
+        ensure_ok(r.get(), name);
+        return r;
+    }
     static void ensure_ok(PGresult* r, const std::string& what) {
         const auto st = PQresultStatus(r);
         if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
             throw std::runtime_error(what + ": " + PQresultErrorMessage(r));
     }
     static std::string check(PGresult* r, const std::string& what) {
-        std::unique_ptr<PGresult, decltype(&PQclear)> guard(r, PQclear);
+        Result guard(r, PQclear);
         ensure_ok(r, what);
         if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0) return PQgetvalue(r, 0, 0);
         return "";

@@ -30,6 +30,7 @@
 // Output: one line of key=value pairs on stdout (the run's summary; latency
 // in ms, "first"/"last" = the first/last --window seconds), and with --series
 // a CSV of per-second figures.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -38,6 +39,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>

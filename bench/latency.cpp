@@ -36,23 +36,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "jobqueue/jobqueue.hpp"
 
 namespace {
 
-using Steady = std::chrono::steady_clock;
-
-std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Steady::now().time_since_epoch()).count();
-}
-
-// Nearest-rank percentile of sorted values.
-double percentile(const std::vector<double>& sorted, double p) {
-    if (sorted.empty()) return 0;
-    std::size_t rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size()) + 0.999999);
-    rank = std::clamp<std::size_t>(rank, 1, sorted.size());
-    return sorted[rank - 1];
-}
+using bench::now_ns;
+using bench::percentile;
+using bench::Steady;
 
 struct Options {
     std::string mode = "notify";

@@ -134,6 +134,120 @@ def ratio(a, b):
     return a / b
 
 
+# ---------------------------------------------------------------- new-queue scenarios
+STEADY_RUNS = (("quiet", "jobqueue, NOTIFY off"), ("notify", "jobqueue, NOTIFY on"),
+               ("plain", "plain-sql SKIP LOCKED"), ("runtime", "jobqueue, worker runtime, NOTIFY off"))
+COLD_CASES = (("empty", "table analysed while empty"), ("none", "table never analysed"))
+COLD_SESSIONS = (("same", "the session that claimed on the empty table"),
+                 ("new", "a new session"),
+                 ("analysed", "a new session after ANALYZE"))
+# The worker runtime's 8-thread backlog drain before the steady-state work,
+# measured on this machine; the goal is 5x it.
+WORKER_BEFORE = 5538
+
+
+def steady_goals():
+    goals = []
+    for tag, label in STEADY_RUNS[:2]:
+        goals.append((f"steady load, {label}: backlog at the end vs 1 s of pushes",
+                      f"steady.{tag}.backlog_end", f"steady.{tag}.push_rate", "<=", 1.0))
+        goals.append((f"steady load, {label}: claim p50, last 10 s vs first 10 s",
+                      f"steady.{tag}.last_p50_ms", f"steady.{tag}.first_p50_ms", "<=", 1.5))
+    return goals
+
+
+def cold_plan_goals():
+    return [(f"cold plan, {stats_label}: claim at the backlog, {session_label} vs after ANALYZE",
+             f"cold.{stats}.{session}", f"cold.{stats}.analysed", "<=", 1.5)
+            for stats, stats_label in COLD_CASES for session, session_label in COLD_SESSIONS[:2]]
+
+
+def worker_goals():
+    return [("worker runtime, 8 threads, backlog drain vs the figure before (jobs/s)",
+             "worker.drain.t8", WORKER_BEFORE, ">=", 5),
+            ("worker runtime, 8 threads vs batched SQL drain, 8 workers",
+             "worker.drain.t8", "drainb.ours.w8", ">=", 0.7)]
+
+
+def read_series(path):
+    """The per-second CSV of a steady run, as a list of dicts (empty if missing)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = [ln.strip().split(",") for ln in fh if ln.strip()]
+    except OSError:
+        return []
+    head, rows = lines[0], lines[1:]
+    return [dict(zip(head, map(float, r))) for r in rows]
+
+
+def per_window(series, field, width=5):
+    """Averages of a per-second field over windows of `width` seconds."""
+    out = []
+    for i in range(0, len(series), width):
+        chunk = series[i:i + width]
+        out.append(sum(r[field] for r in chunk) / len(chunk))
+    return out
+
+
+def cold_plan_rows(f, w):
+    backlog = f.med("meta.cold_backlog")
+    for stats, stats_label in COLD_CASES:
+        if not f.values(f"cold.{stats}.analysed"):
+            continue
+        for session, session_label in COLD_SESSIONS:
+            key = f"cold.{stats}.{session}"
+            ref = None if session == "analysed" else f"cold.{stats}.analysed"
+            row_text = f"claim at {fmt(backlog)}, {stats_label}: {session_label} (median)"
+            v, r = f.med(key), ratio(f.med(key), f.med(ref)) if ref else None
+            w(f"| 8 cold plan | {row_text} | 1 | {fmt(v, 'ms')}, p90 {fmt(f.med(key + '.p90'), 'ms')} | "
+              f"{f'{r:.2f}× after ANALYZE' if r is not None else 'reference'} |")
+        w(f"| | reltuples before the ANALYZE: {fmt(f.med(f'cold.{stats}.reltuples_before_analyze'))} | | | |")
+
+
+def steady_rows(f, w, outdir):
+    for tag, label in STEADY_RUNS:
+        k = f"steady.{tag}"
+        if not f.values(f"{k}.pushed"):
+            continue
+        secs = int(f.med(f"{k}.secs") or 0)
+        clients = f"{f.med(k + '.producers'):.0f}+{f.med(k + '.workers'):.0f}"
+        w(f"| 9 steady | {label}: pushed/s (offered {fmt(f.med(k + '.offered_rate'))}) | {clients} | "
+          f"{fmt(f.med(k + '.push_rate'))} | {f.med(k + '.push_ratio'):.2f}× offered |")
+        w(f"| | completed/s | | {fmt(f.med(k + '.complete_rate'))} | "
+          f"{fmt(ratio(f.med(k + '.completed'), f.med(k + '.pushed')))}× pushed |")
+        w(f"| | backlog at the end ({secs} s) / at most | | {fmt(f.med(k + '.backlog_end'))} / "
+          f"{fmt(f.med(k + '.max_backlog'))} | {fmt(ratio(f.med(k + '.backlog_end'), f.med(k + '.push_rate')))} s "
+          f"of pushes |")
+        if f.med(f"{k}.claims"):
+            w(f"| | claim, first 10 s: p50 / p99 | | {fmt(f.med(k + '.first_p50_ms'), 'ms')} / "
+              f"{fmt(f.med(k + '.first_p99_ms'), 'ms')} | {fmt(f.med(k + '.first_claims'))} claims |")
+            r = ratio(f.med(k + ".last_p50_ms"), f.med(k + ".first_p50_ms"))
+            w(f"| | claim, last 10 s: p50 / p99 | | {fmt(f.med(k + '.last_p50_ms'), 'ms')} / "
+              f"{fmt(f.med(k + '.last_p99_ms'), 'ms')} | {fmt(r)}× first 10 s (p50) |")
+        first_analyze = f.med(f"{k}.first_analyze_sec")
+        w(f"| | analyses / vacuums of the table during the run | | {fmt(f.med(k + '.analyzes'))} / "
+          f"{fmt(f.med(k + '.vacuums'))} | "
+          f"{'first analysis seen at ' + fmt(first_analyze) + ' s' if first_analyze is not None and first_analyze >= 0 else 'none'} |")
+        series = read_series(os.path.join(outdir, f"steady-{tag}.csv"))
+        if series:
+            done = ", ".join(f"{x:,.0f}" for x in per_window(series, "completed"))
+            w(f"| | completed/s, 5 s averages | | {done} | |")
+            if f.med(f"{k}.claims"):
+                p50 = ", ".join(f"{x:.2f}" for x in per_window(series, "claim_p50_ms"))
+                w(f"| | claim p50 (ms), 5 s averages of the per-second p50 | | {p50} | |")
+
+
+def worker_rows(f, w):
+    for t in (2, 8):
+        key = f"worker.drain.t{t}"
+        if not f.values(key):
+            continue
+        w(f"| 10 worker runtime | backlog drain, no-op handler | {t} | {fmt(f.med(key))}{spread(f, key)} | "
+          f"{fmt(ratio(f.med(key), f.med(f'drainb.ours.w{t}')))}× batched SQL drain, "
+          f"{fmt(ratio(f.med(key), f.med(f'drain1.ours.w{t}')))}× one-job drain"
+          f"{f', {ratio(f.med(key), WORKER_BEFORE):.2f}× {WORKER_BEFORE:,}' if t == 8 else ''} |")
+
+
 def main(raw, versions=None):
     f = Figures(load(raw))
     quick = f.text("meta.mode") == "quick"
@@ -160,7 +274,10 @@ def main(raw, versions=None):
     if quick:
         w(f"- **--quick**: one run per figure; drain backlogs of {int(num(f.text('meta.backlog')) or 0):,} jobs "
           f"(not 100,000); deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
-          f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000)")
+          f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000); "
+          f"steady loads of {f.text('meta.steady_secs')} s (not 60)")
+    if f.text("meta.only"):
+        w(f"- **only the scenarios {f.text('meta.only')}** (run.sh --only)")
     times = [(k[len("time."):], f.text(k)) for k in f.runs if k.startswith("time.") and k != "time.end"]
     if times:
         w("- time per part (s): " + ", ".join(f"{k} {v}" for k, v in times))
@@ -186,15 +303,22 @@ def main(raw, versions=None):
         ("depth: claim+complete at deep backlog vs shallow (time)", "depth.deep", "depth.shallow", "<=", 1.2),
         ("churn: size after round 2 vs round 1", "churn.round2.total_bytes", "churn.round1.total_bytes", "<=", 1.1),
         ("held snapshot: batched drain vs the same without it", "held.held", "held.clean", ">=", 0.9),
+        ("push, 8 clients, wake-ups on vs wake-ups off", "push.notify.c8", "push.quiet.c8", ">=", 0.8),
     ]
+    goals += steady_goals()
+    goals += cold_plan_goals()
+    goals += worker_goals()
     w("## Goals")
     w("")
     w("| goal | measured | reference | ratio | target | |")
     w("|---|---:|---:|---:|---:|---|")
     units = {"depth.deep": "ms", "depth.shallow": "ms",
              "churn.round2.total_bytes": "bytes", "churn.round1.total_bytes": "bytes"}
+    units.update({k: "ms" for _, a, b, _, _ in goals for k in (a, b)
+                  if isinstance(k, str) and (k.endswith("_ms") or k.startswith("cold."))})
     for label, a, b, op, target in goals:
-        va, vb = f.med(a), f.med(b)
+        # the reference is a key of raw.tsv, or a fixed figure
+        va, vb = f.med(a), (b if isinstance(b, (int, float)) else f.med(b))
         r = ratio(va, vb)
         ok = None if r is None else (r >= target if op == ">=" else r <= target)
         mark = "n/a" if ok is None else ("met" if ok else "**missed**")
@@ -299,6 +423,9 @@ def main(raw, versions=None):
                      f"p99 {float(kv['p99_from_send_ms'][-1]):.3f} ms")
         w(f"| 7 latency | {label} | 1 | p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {mx:.1f} ms | "
           f"handled {kv['handled'][-1]}/{kv['jobs'][-1]}{extra} |")
+    cold_plan_rows(f, w)
+    steady_rows(f, w, os.path.dirname(os.path.abspath(raw)))
+    worker_rows(f, w)
     w("")
 
     # ------------------------------------------------ plans
@@ -314,7 +441,28 @@ def main(raw, versions=None):
     extra = f.med("depth.fill_secs")
     if extra is not None:
         w(f"Deep backlog built in {extra:.0f} s ({fmt(deep_rows)} rows).")
+    if f.text("meta.only"):
+        out = drop_unmeasured(out)
     return "\n".join(out)
+
+
+def drop_unmeasured(lines):
+    """For a run of some scenarios only (run.sh --only): the table rows of
+    the others, whose measured figure is n/a (or empty, with an n/a)."""
+    kept, column = [], None
+    for line in lines:
+        if line.startswith("| goal |"):
+            column = 2
+        elif line.startswith("| scenario |"):
+            column = 4
+        elif not line.startswith("|"):
+            column = None
+        if column and line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) > column and cells[column] in ("n/a", "") and "n/a" in line:
+                continue
+        kept.append(line)
+    return kept
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The jobqueue benchmark: one command, its own throwaway cluster.
 #
-#   bash bench/run.sh [--quick]
+#   bash bench/run.sh [--quick] [--only=NAME[,NAME...]]
 #
 # Installs what it needs (PgQ from apt, the extension via make install, the
-# latency program via CMake), starts a PostgreSQL 15 cluster with the fixed
+# C++ programs via CMake), starts a PostgreSQL 15 cluster with the fixed
 # settings below, runs every scenario against jobqueue and the references
 # (floor, plain-sql, PgQ), stops the cluster, and prints a markdown table:
 # each figure, its ratio to the reference measured in the same run, and the
@@ -14,21 +14,33 @@
 #   --quick   one run per figure of 1 s instead of the median of 3 runs of
 #             3 s; backlogs of 30,000 instead of 100,000 for the drains,
 #             200,000 ready jobs instead of 1,000,000 for the deep case,
-#             30,000 jobs per churn round instead of 200,000 (< 2 minutes
-#             on an idle machine).
+#             30,000 jobs per churn round instead of 200,000, steady loads
+#             of 20 s instead of 60 s (about 4 minutes on an idle machine).
+#   --only=NAME[,NAME...]
+#             run only these scenarios: push drain1 drainb depth churn held
+#             latency cold_plan steady worker (the report's rows of the
+#             others, and the ratios that need them, are n/a).
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
 
 MODE=full
+SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker"
+ONLY=
 for arg in "$@"; do
     case $arg in
         --quick) MODE=quick ;;
-        -h|--help) sed -n '2,16s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        --only=*) ONLY=${arg#--only=} ;;
+        -h|--help) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
+for name in ${ONLY//,/ }; do
+    [[ " $SCENARIOS " == *" $name "* ]] || { echo "run.sh: unknown scenario: $name (one of: $SCENARIOS)" >&2; exit 2; }
+done
+# want NAME: is scenario NAME to be run (all of them unless --only names some)
+want() { [[ -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
 
 # ------------------------------------------------------------- parameters
 if [[ $MODE == quick ]]; then
@@ -38,6 +50,9 @@ if [[ $MODE == quick ]]; then
     CHURN_JOBS=30000
     BACKLOG=30000     # drain scenarios start from this many jobs
     BATCH_CALLS=200   # claim calls of 100 in a batched drain
+    STEADY_SECS=20    # length of each steady load
+    WORKER_JOBS=10000 # jobs the worker runtime drains from the backlog
+    COLD_CLAIMS=50    # claims timed per cold-plan case and session
 else
     SECS=3
     REPS=3
@@ -45,6 +60,9 @@ else
     CHURN_JOBS=200000
     BACKLOG=100000
     BATCH_CALLS=800
+    STEADY_SECS=60
+    WORKER_JOBS=80000
+    COLD_CLAIMS=200
 fi
 SHALLOW=10000         # depth: the shallow backlog
 DEEP_DELAYED=100000   # depth: delayed jobs, higher priority than the ready ones
@@ -53,6 +71,11 @@ SHALLOW_CLAIMS=1000   # depth: claims per run at the shallow backlog (-t)
 LAT_JOBS=1000
 LAT_RATE=500
 LAT_POLL_MS=100
+STEADY_RATE=1500      # steady load: jobs per second offered, in all
+STEADY_PRODUCERS=4    #   producers sharing that rate, one job per transaction
+STEADY_WORKERS=4      #   SQL workers (or worker runtime threads)
+STEADY_WINDOW=10      #   claim latency compared between the first and last 10 s
+COLD_BACKLOG=50000    # cold plan: claims timed at this backlog
 
 # Server settings: the same for every system measured (see README.md).
 BENCH_PGCONF="shared_buffers = 512MB
@@ -106,11 +129,13 @@ make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >"$OUT/make.log" 2>&1 \
     && make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >>"$OUT/make.log" 2>&1 \
     || { cat "$OUT/make.log" >&2; exit 1; }
 
-log "building bench/latency.cpp (CMake, against jobqueue::client)"
+log "building bench/latency.cpp, steady.cpp, worker_drain.cpp (CMake, against jobqueue::client)"
 { cmake -S "$BENCH" -B "$BENCH/build" -DCMAKE_BUILD_TYPE=Release \
-    && cmake --build "$BENCH/build" --target jq_latency -j 2; } >"$OUT/cmake.log" 2>&1 \
+    && cmake --build "$BENCH/build" --target jq_latency jq_steady jq_worker_drain -j 2; } >"$OUT/cmake.log" 2>&1 \
     || { tail -40 "$OUT/cmake.log" >&2; exit 1; }
 LATENCY_BIN=$BENCH/build/jq_latency
+STEADY_BIN=$BENCH/build/jq_steady
+WORKER_DRAIN_BIN=$BENCH/build/jq_worker_drain
 
 # ------------------------------------------------------------- cluster
 HOLDER_PID=
@@ -147,6 +172,10 @@ rec meta.deep_ready "$DEEP_READY"
 rec meta.churn_jobs "$CHURN_JOBS"
 rec meta.batch_calls "$BATCH_CALLS"
 rec meta.backlog "$BACKLOG"
+rec meta.steady_secs "$STEADY_SECS"
+rec meta.steady_rate "$STEADY_RATE"
+rec meta.cold_backlog "$COLD_BACKLOG"
+rec meta.only "$ONLY"
 rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
 rec meta.load_start "$(cut -d' ' -f1 /proc/loadavg)"
 rec meta.nproc "$(nproc)"
@@ -184,6 +213,21 @@ settle() {
 }
 
 count() { q "SELECT count(*) FROM $1"; }
+
+# rec_kv PREFIX LINE: each key=value of a C++ program's summary line as its
+# own raw.tsv record PREFIX.key
+rec_kv() {
+    local kv
+    for kv in $2; do rec "$1.${kv%%=*}" "${kv#*=}"; done
+}
+
+# fresh_db NAME: a new database with setup.sql's objects: the extension's
+# tables empty and never analysed, as a new installation has them.
+fresh_db() {
+    PGOPTIONS='-c client_min_messages=warning' dropdb --if-exists "$1"
+    createdb "$1"
+    PGDATABASE=$1 psql -X -q -v ON_ERROR_STOP=1 -f "$BENCH/sql/setup.sql" >"$OUT/setup-$1.log"
+}
 
 # The plans of one claim as the workers run it: six claims in a rolled-back
 # transaction, the sixth under auto_explain (by then the statements inside
@@ -227,75 +271,7 @@ fill_queue() {   # n [priority] [delay]
     wait "$pid"
 }
 
-# Warm-up: WAL segments created, catalogs cached, before anything is timed.
-log "warm-up"
-qq -c "SELECT bench_fill_queue(20000)" -c "SELECT bench_fill_plain(20000)" -c "SELECT bench_fill_floor(20000)"
-pgbench -n -M prepared -c 2 -j 2 -T 1 -f "$BENCH/scripts/drain_one.sql" >/dev/null 2>&1 || true
-qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
-settle
-
-# ============================================================= 1. push
-# Single pushes: one job (one row) per transaction, 1 and 8 clients.
-mark push
-log "1. push (SELECT 1, floor INSERT, plain-sql INSERT, queue_push with wake-ups on/off, batches of 100)"
-push_run() {   # key clients script [extra pgbench args]
-    local key=$1 clients=$2 script=$3
-    shift 3
-    qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
-    if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
-    pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
-}
-for rep in $(seq 1 "$REPS"); do
-    for c in 1 8; do
-        push_run "push.select1.c$c" "$c" select1.sql
-        rec "push.select1.c$c" "$PGB_TPS"
-        push_run "push.floor.c$c" "$c" floor_insert.sql
-        rec "push.floor.c$c" "$PGB_TPS"
-        qq -c "SELECT queue_set_notify('default', true)"
-        push_run "push.notify.c$c" "$c" push.sql
-        rec "push.notify.c$c" "$PGB_TPS"
-        qq -c "SELECT queue_set_notify('default', false)"
-        push_run "push.quiet.c$c" "$c" push.sql
-        rec "push.quiet.c$c" "$PGB_TPS"
-        qq -c "SELECT queue_set_notify('default', true)"
-        # batches of 100: rows per second = calls per second * 100
-        push_run "push.batch_floor.c$c" "$c" floor_insert_many.sql -D "jobs=$JOBS100"
-        rec "push.batch_floor.c$c" "$(calc "$PGB_TPS * 100")"
-        push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
-        rec "push.batch.c$c" "$(calc "$PGB_TPS * 100")"
-        if (( c == 8 )); then
-            # the same rows into plain_jobs: a table of our shape, with its
-            # claim index (what a second index costs every INSERT)
-            push_run "push.plain.c$c" "$c" plain_insert.sql
-            rec "push.plain.c$c" "$PGB_TPS"
-            push_run "push.batch_plain.c$c" "$c" plain_insert_many.sql -D "jobs=$JOBS100"
-            rec "push.batch_plain.c$c" "$(calc "$PGB_TPS * 100")"
-        fi
-    done
-    if [[ $MODE == full && $rep == 1 ]]; then
-        # Extra (full run, one run each): the same 8-client pushes with synchronous_commit = on (each
-        # commit waits for its WAL flush): here NOTIFY's commit serialization
-        # (one notifying commit at a time) meets the disk's fsync time.
-        export PGOPTIONS='-c synchronous_commit=on'
-        push_run "push.sync_floor.c8" 8 floor_insert.sql
-        rec "push.sync_floor.c8" "$PGB_TPS"
-        qq -c "SELECT queue_set_notify('default', true)"
-        push_run "push.sync_notify.c8" 8 push.sql
-        rec "push.sync_notify.c8" "$PGB_TPS"
-        qq -c "SELECT queue_set_notify('default', false)"
-        push_run "push.sync_quiet.c8" 8 push.sql
-        rec "push.sync_quiet.c8" "$PGB_TPS"
-        qq -c "SELECT queue_set_notify('default', true)"
-        unset PGOPTIONS
-    fi
-done
-qq -c "TRUNCATE queue_jobs, floor_jobs"
-
-# ============================================================= 2. drain, one job per claim
-# A backlog of 100,000; N workers each claim one job and complete it, in
-# two transactions (claim commits, then the completion commits), for SECS.
-mark drain1
-log "2. drain one job per claim (ours, floor UPDATE+DELETE, plain-sql), backlog $BACKLOG"
+# drain_prepare SYSTEM: a fresh backlog of BACKLOG jobs in that system's table
 drain_prepare() {   # system
     qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
     case $1 in
@@ -308,161 +284,354 @@ drain_prepare() {   # system
 }
 table_of() { case $1 in ours) echo queue_jobs ;; floor) echo floor_jobs ;; plain) echo plain_jobs ;; esac; }
 script_of() { case $1 in ours) echo drain_one.sql ;; floor) echo floor_drain.sql ;; plain) echo plain_drain.sql ;; esac; }
-for rep in $(seq 1 "$REPS"); do
-    for w in 2 8; do
-        for sys in ours floor plain; do
-            drain_prepare "$sys"
-            before=$(count "$(table_of $sys)")
-            pgb "drain1.$sys.w$w.r$rep" "$w" -T "$SECS" -f "$BENCH/scripts/$(script_of $sys)"
-            after=$(count "$(table_of $sys)")
-            rec "drain1.$sys.w$w" "$(calc "($before - $after) / $PGB_SECS")"
-            if [[ $sys == ours && $rep == 1 ]]; then explain_claim "drain1-w$w-after"; fi
+
+# Warm-up: WAL segments created, catalogs cached, before anything is timed.
+log "warm-up"
+qq -c "SELECT bench_fill_queue(20000)" -c "SELECT bench_fill_plain(20000)" -c "SELECT bench_fill_floor(20000)"
+pgbench -n -M prepared -c 2 -j 2 -T 1 -f "$BENCH/scripts/drain_one.sql" >/dev/null 2>&1 || true
+qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+settle
+
+# ============================================================= 1. push
+# Single pushes: one job (one row) per transaction, 1 and 8 clients.
+if want push; then
+    mark push
+    log "1. push (SELECT 1, floor INSERT, plain-sql INSERT, queue_push with wake-ups on/off, batches of 100)"
+    push_run() {   # key clients script [extra pgbench args]
+        local key=$1 clients=$2 script=$3
+        shift 3
+        qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+        if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
+        pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
+    }
+    for rep in $(seq 1 "$REPS"); do
+        for c in 1 8; do
+            push_run "push.select1.c$c" "$c" select1.sql
+            rec "push.select1.c$c" "$PGB_TPS"
+            push_run "push.floor.c$c" "$c" floor_insert.sql
+            rec "push.floor.c$c" "$PGB_TPS"
+            qq -c "SELECT queue_set_notify('default', true)"
+            push_run "push.notify.c$c" "$c" push.sql
+            rec "push.notify.c$c" "$PGB_TPS"
+            qq -c "SELECT queue_set_notify('default', false)"
+            push_run "push.quiet.c$c" "$c" push.sql
+            rec "push.quiet.c$c" "$PGB_TPS"
+            qq -c "SELECT queue_set_notify('default', true)"
+            # batches of 100: rows per second = calls per second * 100
+            push_run "push.batch_floor.c$c" "$c" floor_insert_many.sql -D "jobs=$JOBS100"
+            rec "push.batch_floor.c$c" "$(calc "$PGB_TPS * 100")"
+            push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
+            rec "push.batch.c$c" "$(calc "$PGB_TPS * 100")"
+            if (( c == 8 )); then
+                # the same rows into plain_jobs: a table of our shape, with its
+                # claim index (what a second index costs every INSERT)
+                push_run "push.plain.c$c" "$c" plain_insert.sql
+                rec "push.plain.c$c" "$PGB_TPS"
+                push_run "push.batch_plain.c$c" "$c" plain_insert_many.sql -D "jobs=$JOBS100"
+                rec "push.batch_plain.c$c" "$(calc "$PGB_TPS * 100")"
+            fi
+        done
+        if [[ $MODE == full && $rep == 1 ]]; then
+            # Extra (full run, one run each): the same 8-client pushes with synchronous_commit = on (each
+            # commit waits for its WAL flush): here NOTIFY's commit serialization
+            # (one notifying commit at a time) meets the disk's fsync time.
+            export PGOPTIONS='-c synchronous_commit=on'
+            push_run "push.sync_floor.c8" 8 floor_insert.sql
+            rec "push.sync_floor.c8" "$PGB_TPS"
+            qq -c "SELECT queue_set_notify('default', true)"
+            push_run "push.sync_notify.c8" 8 push.sql
+            rec "push.sync_notify.c8" "$PGB_TPS"
+            qq -c "SELECT queue_set_notify('default', false)"
+            push_run "push.sync_quiet.c8" 8 push.sql
+            rec "push.sync_quiet.c8" "$PGB_TPS"
+            qq -c "SELECT queue_set_notify('default', true)"
+            unset PGOPTIONS
+        fi
+    done
+    qq -c "TRUNCATE queue_jobs, floor_jobs"
+fi
+
+# ============================================================= 2. drain, one job per claim
+# A backlog of 100,000; N workers each claim one job and complete it, in
+# two transactions (claim commits, then the completion commits), for SECS.
+if want drain1; then
+    mark drain1
+    log "2. drain one job per claim (ours, floor UPDATE+DELETE, plain-sql), backlog $BACKLOG"
+    for rep in $(seq 1 "$REPS"); do
+        for w in 2 8; do
+            for sys in ours floor plain; do
+                drain_prepare "$sys"
+                before=$(count "$(table_of $sys)")
+                pgb "drain1.$sys.w$w.r$rep" "$w" -T "$SECS" -f "$BENCH/scripts/$(script_of $sys)"
+                after=$(count "$(table_of $sys)")
+                rec "drain1.$sys.w$w" "$(calc "($before - $after) / $PGB_SECS")"
+                if [[ $sys == ours && $rep == 1 ]]; then explain_claim "drain1-w$w-after"; fi
+            done
         done
     done
-done
+fi
 
 # ============================================================= 3. drain, batched
 # Claim 100 per call, complete them in one call; BATCH_CALLS calls in all
 # (x100 jobs) from a backlog of 100,000.  PgQ: one consumer reads the same
 # number of events in batches of 100 (ticks every 100 events); PgQ has no
 # shared consumption, so it is one consumer.
-mark drainb
-log "3. batched drain (ours 2 and 8 workers, PgQ one consumer)"
-for rep in $(seq 1 "$REPS"); do
-    for w in 2 8; do
-        drain_prepare ours
-        before=$(count queue_jobs)
-        pgb "drainb.ours.w$w.r$rep" "$w" -t $(( BATCH_CALLS / w )) -f "$BENCH/scripts/drain_batch.sql"
-        after=$(count queue_jobs)
-        rec "drainb.ours.w$w" "$(calc "($before - $after) / $PGB_SECS")"
-        if [[ $rep == 1 ]]; then explain_claim "drainb-w$w-after" 100; fi
+if want drainb; then
+    mark drainb
+    log "3. batched drain (ours 2 and 8 workers, PgQ one consumer)"
+    for rep in $(seq 1 "$REPS"); do
+        for w in 2 8; do
+            drain_prepare ours
+            before=$(count queue_jobs)
+            pgb "drainb.ours.w$w.r$rep" "$w" -t $(( BATCH_CALLS / w )) -f "$BENCH/scripts/drain_batch.sql"
+            after=$(count queue_jobs)
+            rec "drainb.ours.w$w" "$(calc "($before - $after) / $PGB_SECS")"
+            if [[ $rep == 1 ]]; then explain_claim "drainb-w$w-after" 100; fi
+        done
+        qq -c "TRUNCATE queue_jobs"
+        qq -c "SELECT pgq.unregister_consumer('bench', 'bench_consumer')" -c "SELECT pgq.drop_queue('bench')" \
+           -c "SELECT pgq.create_queue('bench')" \
+           -c "SELECT pgq.set_queue_config('bench', 'ticker_max_count', '1')" \
+           -c "SELECT pgq.register_consumer('bench', 'bench_consumer')" \
+           -c "CALL bench_pgq_fill($(( BATCH_CALLS * 100 )), 100)" -c "CHECKPOINT"
+        pgb "drainb.pgq.c1.r$rep" 1 -t "$BATCH_CALLS" -f "$BENCH/scripts/pgq_consume.sql"
+        left=$(q "SELECT coalesce(pending_events, 0) FROM pgq.get_consumer_info('bench', 'bench_consumer')")
+        rec "drainb.pgq.c1" "$(calc "($BATCH_CALLS * 100 - $left) / $PGB_SECS")"
     done
-    qq -c "TRUNCATE queue_jobs"
-    qq -c "SELECT pgq.unregister_consumer('bench', 'bench_consumer')" -c "SELECT pgq.drop_queue('bench')" \
-       -c "SELECT pgq.create_queue('bench')" \
-       -c "SELECT pgq.set_queue_config('bench', 'ticker_max_count', '1')" \
-       -c "SELECT pgq.register_consumer('bench', 'bench_consumer')" \
-       -c "CALL bench_pgq_fill($(( BATCH_CALLS * 100 )), 100)" -c "CHECKPOINT"
-    pgb "drainb.pgq.c1.r$rep" 1 -t "$BATCH_CALLS" -f "$BENCH/scripts/pgq_consume.sql"
-    left=$(q "SELECT coalesce(pending_events, 0) FROM pgq.get_consumer_info('bench', 'bench_consumer')")
-    rec "drainb.pgq.c1" "$(calc "($BATCH_CALLS * 100 - $left) / $PGB_SECS")"
-done
+fi
 
 # ============================================================= 4. depth
 # One worker's claim+complete (pgbench's average transaction time) at a
 # shallow backlog of 10,000 ready jobs, and at a deep one: DEEP_READY ready
 # jobs, 100,000 delayed jobs of higher priority (due in an hour) and
 # 10,000 held jobs of the highest priority (claimed with a 1-hour lease).
-mark depth
-log "4. depth: shallow $SHALLOW vs deep $DEEP_READY + $DEEP_DELAYED delayed + $DEEP_HELD held"
-for rep in $(seq 1 "$REPS"); do
+if want depth; then
+    mark depth
+    log "4. depth: shallow $SHALLOW vs deep $DEEP_READY + $DEEP_DELAYED delayed + $DEEP_HELD held"
+    for rep in $(seq 1 "$REPS"); do
+        qq -c "TRUNCATE queue_jobs"
+        fill_queue "$SHALLOW"
+        settle
+        pgb "depth.shallow.r$rep" 1 -t "$SHALLOW_CLAIMS" -f "$BENCH/scripts/drain_one.sql"
+        rec depth.shallow "$PGB_LAT"
+    done
+    explain_claim depth-shallow
     qq -c "TRUNCATE queue_jobs"
-    fill_queue "$SHALLOW"
+    t0=$(date +%s)
+    fill_queue "$DEEP_HELD" 10
+    qq -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $DEEP_HELD)"
+    fill_queue "$DEEP_DELAYED" 5 '1 hour'
+    fill_queue "$DEEP_READY" 0
     settle
-    pgb "depth.shallow.r$rep" 1 -t "$SHALLOW_CLAIMS" -f "$BENCH/scripts/drain_one.sql"
-    rec depth.shallow "$PGB_LAT"
-done
-explain_claim depth-shallow
-qq -c "TRUNCATE queue_jobs"
-t0=$(date +%s)
-fill_queue "$DEEP_HELD" 10
-qq -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $DEEP_HELD)"
-fill_queue "$DEEP_DELAYED" 5 '1 hour'
-fill_queue "$DEEP_READY" 0
-settle
-rec depth.fill_secs "$(( $(date +%s) - t0 ))"
-rec depth.deep_rows "$(count queue_jobs)"
-for rep in $(seq 1 "$REPS"); do
-    pgb "depth.deep.r$rep" 1 -T "$SECS" -f "$BENCH/scripts/drain_one.sql"
-    rec depth.deep "$PGB_LAT"
-done
-explain_claim depth-deep
-qq -c "TRUNCATE queue_jobs"
+    rec depth.fill_secs "$(( $(date +%s) - t0 ))"
+    rec depth.deep_rows "$(count queue_jobs)"
+    for rep in $(seq 1 "$REPS"); do
+        pgb "depth.deep.r$rep" 1 -T "$SECS" -f "$BENCH/scripts/drain_one.sql"
+        rec depth.deep "$PGB_LAT"
+    done
+    explain_claim depth-deep
+    qq -c "TRUNCATE queue_jobs"
+fi
 
 # ============================================================= 5. churn
 # Push CHURN_JOBS (batches of 100, 2 clients), then drain them all (claims
 # of 100, 2 workers); twice, autovacuum as configured (default).  Size of
 # queue_jobs with its indexes after each round.
-mark churn
-log "5. churn: $CHURN_JOBS jobs pushed and drained, twice"
-qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
-for round in 1 2; do
-    t0=$(date +%s.%N)
-    pgb "churn.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
-    pgb "churn.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
-    rec "churn.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
-    rec "churn.round$round.left" "$(count queue_jobs)"
-    sleep 1   # let the backends' statistics reach pg_stat_user_tables
-    rec "churn.round$round.total_bytes" "$(q "SELECT pg_total_relation_size('queue_jobs')")"
-    rec "churn.round$round.heap_bytes" "$(q "SELECT pg_relation_size('queue_jobs')")"
-    rec "churn.round$round.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
-    rec "churn.round$round.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-    rec "churn.round$round.autovacuums" "$(q "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-done
+if want churn; then
+    mark churn
+    log "5. churn: $CHURN_JOBS jobs pushed and drained, twice"
+    qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
+    for round in 1 2; do
+        t0=$(date +%s.%N)
+        pgb "churn.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
+        pgb "churn.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
+        rec "churn.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
+        rec "churn.round$round.left" "$(count queue_jobs)"
+        sleep 1   # let the backends' statistics reach pg_stat_user_tables
+        rec "churn.round$round.total_bytes" "$(q "SELECT pg_total_relation_size('queue_jobs')")"
+        rec "churn.round$round.heap_bytes" "$(q "SELECT pg_relation_size('queue_jobs')")"
+        rec "churn.round$round.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+        rec "churn.round$round.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+        rec "churn.round$round.autovacuums" "$(q "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+    done
+fi
 
 # ============================================================= 6. held snapshot
 # The batched drain (8 workers) while another session holds a REPEATABLE
 # READ transaction that has read queue_jobs, against the same drain without.
-mark held
-log "6. held snapshot: batched drain with and without an open REPEATABLE READ transaction"
-held_run() {   # clean|held
-    local kind=$1
-    drain_prepare ours
-    if [[ $kind == held ]]; then
-        psql -X -q -v ON_ERROR_STOP=1 >/dev/null 2>&1 <<'EOF' &
+if want held; then
+    mark held
+    log "6. held snapshot: batched drain with and without an open REPEATABLE READ transaction"
+    held_run() {   # clean|held
+        local kind=$1
+        drain_prepare ours
+        if [[ $kind == held ]]; then
+            psql -X -q -v ON_ERROR_STOP=1 >/dev/null 2>&1 <<'EOF' &
 SET application_name = 'bench_holder';
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT count(*) FROM queue_jobs;
 SELECT pg_sleep(3600);
 COMMIT;
 EOF
-        HOLDER_PID=$!
-        for _ in $(seq 1 100); do
-            [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder'
-                     AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") == 1 ]] && break
-            sleep 0.1
-        done
-    fi
-    before=$(count queue_jobs)
-    pgb "held.$kind.r$rep" 8 -t $(( BATCH_CALLS / 8 )) -f "$BENCH/scripts/drain_batch.sql"
-    after=$(count queue_jobs)
-    rec "held.$kind" "$(calc "($before - $after) / $PGB_SECS")"
-    if [[ $rep == 1 ]]; then explain_claim "held-$kind-after" 100; fi
-    sleep 1
-    rec "held.$kind.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-    rec "held.$kind.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
-    # with the snapshot still held: what a VACUUM now can not remove
-    psql -X -q -c "VACUUM (VERBOSE) queue_jobs" >"$OUT/held-$kind-vacuum.r$rep.txt" 2>&1 || true
-    rec "held.$kind.not_removable" "$(sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' \
-        "$OUT/held-$kind-vacuum.r$rep.txt" | head -1)"
-    if [[ $kind == held ]]; then
-        qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'"
-        wait "$HOLDER_PID" 2>/dev/null || true
-        HOLDER_PID=
-    fi
-}
-for rep in $(seq 1 "$REPS"); do
-    held_run clean
-    held_run held
-done
-qq -c "TRUNCATE queue_jobs"
+            HOLDER_PID=$!
+            for _ in $(seq 1 100); do
+                [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder'
+                         AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") == 1 ]] && break
+                sleep 0.1
+            done
+        fi
+        before=$(count queue_jobs)
+        pgb "held.$kind.r$rep" 8 -t $(( BATCH_CALLS / 8 )) -f "$BENCH/scripts/drain_batch.sql"
+        after=$(count queue_jobs)
+        rec "held.$kind" "$(calc "($before - $after) / $PGB_SECS")"
+        if [[ $rep == 1 ]]; then explain_claim "held-$kind-after" 100; fi
+        sleep 1
+        rec "held.$kind.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+        rec "held.$kind.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+        # with the snapshot still held: what a VACUUM now can not remove
+        psql -X -q -c "VACUUM (VERBOSE) queue_jobs" >"$OUT/held-$kind-vacuum.r$rep.txt" 2>&1 || true
+        rec "held.$kind.not_removable" "$(sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' \
+            "$OUT/held-$kind-vacuum.r$rep.txt" | head -1)"
+        if [[ $kind == held ]]; then
+            qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'"
+            wait "$HOLDER_PID" 2>/dev/null || true
+            HOLDER_PID=
+        fi
+    }
+    for rep in $(seq 1 "$REPS"); do
+        held_run clean
+        held_run held
+    done
+    qq -c "TRUNCATE queue_jobs"
+fi
 
 # ============================================================= 7. latency
-mark latency
-log "7. latency: one worker, $LAT_JOBS jobs at $LAT_RATE/s (NOTIFY, polling every $LAT_POLL_MS ms)"
-settle
-for mode in notify poll shmem; do
-    set +e
-    line=$("$LATENCY_BIN" --mode "$mode" --jobs "$LAT_JOBS" --rate "$LAT_RATE" --poll-ms "$LAT_POLL_MS" 2>"$OUT/latency-$mode.err")
-    rc=$?
-    set -e
-    echo "$line" > "$OUT/latency-$mode.txt"
-    if [[ $rc -ne 0 && $rc -ne 3 ]]; then
-        echo "jq_latency --mode $mode failed (rc $rc):" >&2
-        cat "$OUT/latency-$mode.err" >&2
-    fi
-    rec "latency.$mode" "$line"
-done
+if want latency; then
+    mark latency
+    log "7. latency: one worker, $LAT_JOBS jobs at $LAT_RATE/s (NOTIFY, polling every $LAT_POLL_MS ms)"
+    settle
+    for mode in notify poll shmem; do
+        set +e
+        line=$("$LATENCY_BIN" --mode "$mode" --jobs "$LAT_JOBS" --rate "$LAT_RATE" --poll-ms "$LAT_POLL_MS" 2>"$OUT/latency-$mode.err")
+        rc=$?
+        set -e
+        echo "$line" > "$OUT/latency-$mode.txt"
+        if [[ $rc -ne 0 && $rc -ne 3 ]]; then
+            echo "jq_latency --mode $mode failed (rc $rc):" >&2
+            cat "$OUT/latency-$mode.err" >&2
+        fi
+        rec "latency.$mode" "$line"
+    done
+fi
+
+# ============================================================= 8. cold plan
+# The claim's cost at a backlog of 50,000 when its plans or the table's
+# statistics date from the empty table: a session claims once from the empty
+# queue (nothing due: its plans are made now), another session pushes 50,000
+# jobs with queue_push_many, then COLD_CLAIMS claims are timed (each in its
+# own transaction, bench_time_claims) in (same) that first session, (new) a
+# new session, and (analysed) a new session after ANALYZE.  Two starting
+# states, each in a fresh database: "empty" = VACUUM ANALYZE of the empty
+# table first (what settle does in the other scenarios), "none" = never
+# vacuumed nor analysed (a new installation).  Autovacuum is off for
+# queue_jobs here so that the table stays in the state measured.
+if want cold_plan; then
+    mark cold_plan
+    log "8. cold plan: claims at a backlog of $COLD_BACKLOG planned on the empty table"
+    time_claims() {   # db: CALL bench_time_claims in a new session; prints median|p90|claimed
+        PGDATABASE=$1 psql -X -At -v ON_ERROR_STOP=1 -c "CALL bench_time_claims($COLD_CLAIMS, 'bench')"
+    }
+    rec_claims() {   # key "median|p90|claimed"
+        local median p90 claimed
+        IFS='|' read -r median p90 claimed <<<"$2"
+        rec "$1" "$median"
+        rec "$1.p90" "$p90"
+        rec "$1.claimed" "$claimed"
+    }
+    for stats in empty none; do
+        db=bench_cold_$stats
+        fresh_db "$db"
+        PGDATABASE=$db qq -c "ALTER TABLE queue_jobs SET (autovacuum_enabled = off)"
+        if [[ $stats == empty ]]; then PGDATABASE=$db qq -c "VACUUM ANALYZE queue_jobs"; fi
+        line=$(PGDATABASE=$db psql -X -At -v ON_ERROR_STOP=1 <<SQL
+SELECT count(*) FROM queue_reserve('{bench}', NULL, 'bench', 1) \g /dev/null
+\! psql -X -q -d $db -v ON_ERROR_STOP=1 -c "SELECT bench_fill_queue($COLD_BACKLOG, 0, '0', 'bench')" >/dev/null
+CALL bench_time_claims($COLD_CLAIMS, 'bench');
+SQL
+    )
+        rec_claims "cold.$stats.same" "$line"
+        rec_claims "cold.$stats.new" "$(time_claims "$db")"
+        rec "cold.$stats.reltuples_before_analyze" "$(PGDATABASE=$db q "SELECT reltuples FROM pg_class WHERE oid = 'queue_jobs'::regclass")"
+        PGDATABASE=$db qq -c "ANALYZE queue_jobs"
+        rec_claims "cold.$stats.analysed" "$(time_claims "$db")"
+        dropdb "$db"
+    done
+fi
+
+# ============================================================= 9. steady load
+# Work arriving while workers take it, from an empty, never-analysed table
+# (a fresh database for each run; autovacuum as configured): STEADY_PRODUCERS
+# producers push STEADY_RATE jobs/s in all, one per transaction, for
+# STEADY_SECS, while STEADY_WORKERS workers claim and complete one job at a
+# time (bench/scripts/drain_one.sql's statements).  jobqueue with NOTIFY off
+# and on, the plain-sql queue (plain_insert.sql, plain_drain.sql), and the
+# worker runtime as consumer (NOTIFY off: it waits inside queue_reserve).
+if want steady; then
+    mark steady
+    log "9. steady load: $STEADY_RATE jobs/s from $STEADY_PRODUCERS producers, $STEADY_WORKERS workers, $STEADY_SECS s, from an empty table"
+    steady_run() {   # tag notify(on|off|-) consumer push_script [drain_script table]
+        local tag=$1 notify=$2 consumer=$3 push=$4 drain=${5:-} table=${6:-queue_jobs} db=bench_steady_$1 rc
+        local args=(--push-script "$BENCH/scripts/$push" --consumer "$consumer" --table "$table"
+                    --producers "$STEADY_PRODUCERS" --rate "$STEADY_RATE" --workers "$STEADY_WORKERS"
+                    --secs "$STEADY_SECS" --window "$STEADY_WINDOW" --series "$OUT/steady-$tag.csv")
+        if [[ -n $drain ]]; then args+=(--drain-script "$BENCH/scripts/$drain"); fi
+        fresh_db "$db"
+        if [[ $notify != - ]]; then
+            PGDATABASE=$db qq -c "SELECT queue_set_notify('default', $([[ $notify == on ]] && echo true || echo false))"
+        fi
+        set +e
+        line=$(PGDATABASE=$db timeout $(( STEADY_SECS + 60 )) "$STEADY_BIN" "${args[@]}" 2>"$OUT/steady-$tag.err")
+        rc=$?
+        set -e
+        echo "$line" > "$OUT/steady-$tag.txt"
+        if [[ $rc -ne 0 ]]; then
+            echo "jq_steady ($tag) failed (rc $rc):" >&2
+            cat "$OUT/steady-$tag.err" >&2
+        fi
+        rec_kv "steady.$tag" "$line"
+        dropdb "$db"
+    }
+    steady_run quiet off sql push.sql drain_one.sql
+    steady_run notify on sql push.sql drain_one.sql
+    steady_run plain - sql plain_insert.sql plain_drain.sql plain_jobs
+    steady_run runtime off runtime push.sql
+fi
+
+# ============================================================= 10. worker runtime
+# The client library's worker runtime (jobqueue::Worker, no-op handler)
+# draining WORKER_JOBS jobs from a backlog of BACKLOG, with 2 and 8 threads;
+# compared with the SQL drains of scenarios 2 and 3 (same backlog, same run).
+if want worker; then
+    mark worker
+    log "10. worker runtime: $WORKER_JOBS no-op jobs, 2 and 8 threads"
+    for rep in $(seq 1 "$REPS"); do
+        for t in 2 8; do
+            drain_prepare ours
+            set +e
+            line=$(timeout 600 "$WORKER_DRAIN_BIN" --jobs "$WORKER_JOBS" --threads "$t" \
+                   --timeout-secs 300 2>"$OUT/worker-t$t.r$rep.err")
+            rc=$?
+            set -e
+            echo "$line" > "$OUT/worker-t$t.r$rep.txt"
+            if [[ $rc -ne 0 ]]; then
+                echo "jq_worker_drain --threads $t failed (rc $rc):" >&2
+                cat "$OUT/worker-t$t.r$rep.err" >&2
+            fi
+            rec "worker.drain.t$t" "$(sed -n 's/.* rate=\([0-9.]*\).*/\1/p' <<<"$line")"
+        done
+    done
+    qq -c "TRUNCATE queue_jobs"
+fi
 
 mark end
 rec meta.load_end "$(cut -d' ' -f1 /proc/loadavg)"

@@ -97,3 +97,30 @@ CREATE FUNCTION bench_fill_floor(n integer) RETURNS bigint LANGUAGE sql AS $$
     SELECT jsonb_build_object('n', i) FROM generate_series(1, n) AS i;
     SELECT n::bigint;
 $$;
+
+-- ---------------------------------------------------------------- claim timing
+-- The cost of n claims of one job from queue q, each in its own transaction
+-- (a claim then commits, as a worker's does), timed around the call; the
+-- claimed jobs stay held.  Run by CALL outside a transaction block, so that
+-- the COMMITs are allowed.  Returns the median and the 90th percentile, ms.
+CREATE PROCEDURE bench_time_claims(n integer, q text,
+                                   INOUT median_ms double precision DEFAULT NULL,
+                                   INOUT p90_ms double precision DEFAULT NULL,
+                                   INOUT claimed integer DEFAULT NULL)
+LANGUAGE plpgsql AS $$
+DECLARE
+    times double precision[] := '{}';
+    t0 timestamptz;
+    got integer;
+BEGIN
+    claimed := 0;
+    FOR i IN 1 .. n LOOP
+        t0 := clock_timestamp();
+        SELECT count(*) INTO got FROM queue_reserve(ARRAY[q], NULL, 'bench', 1);
+        times := times || extract(epoch FROM clock_timestamp() - t0)::double precision * 1000;
+        claimed := claimed + got;
+        COMMIT;
+    END LOOP;
+    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY t), percentile_cont(0.9) WITHIN GROUP (ORDER BY t)
+      INTO median_ms, p90_ms FROM unnest(times) AS t;
+END $$;

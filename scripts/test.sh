@@ -89,7 +89,11 @@ suite_chaos() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bash tests/stress/chaos.sh
 }
 
-SUITES=(packaging regress client cli battery dump search_path chaos)
+# The Python (psycopg2) and Node (pg) examples, producers and workers, against
+# the cluster (about 35 s; the outer timeout only guards against a hang).
+suite_examples() { timeout 150 bash tests/examples/run.sh; }
+
+SUITES=(packaging regress client cli battery dump search_path chaos examples)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

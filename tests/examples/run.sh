@@ -10,7 +10,7 @@
 #             its lease).  An audit trigger on queue_jobs (this suite's queues
 #             only) records every claim, extend, release and delete, so SQL
 #             shows: each job claimed and deleted exactly once, except the
-#             retried ones (claimed twice, released in between with the
+#             retried ones (claimed twice, released for 1 s in between with the
 #             handler's error); the failing one in queue_failed_jobs with its
 #             error text; the long job claimed once and extended; nothing left;
 #             each handler's outcome printed once by the workers, no lease lost;
@@ -118,7 +118,8 @@ command -v npm > /dev/null || jq_install_deps npm || { check "install npm" f; fi
 q > /dev/null <<'SQL' || { check "create the extension and the audit trigger" f; finish; }
 CREATE EXTENSION IF NOT EXISTS jobqueue;
 CREATE TABLE jq_examples_expect (job_id bigint PRIMARY KEY, lang text NOT NULL, kind text NOT NULL);
-CREATE TABLE jq_examples_audit (seq bigserial, job_id bigint, event text, attempts int, last_error text);
+CREATE TABLE jq_examples_audit (seq bigserial, job_id bigint, event text, attempts int, last_error text,
+                                due_in interval);
 -- The queue's functions run with search_path = pg_catalog, pg_temp: qualify everything.
 CREATE FUNCTION jq_examples_audit() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog AS $$
 BEGIN
@@ -127,13 +128,13 @@ BEGIN
         VALUES (OLD.id, 'delete', OLD.attempts, OLD.last_error);
         RETURN OLD;
     END IF;
-    INSERT INTO public.jq_examples_audit (job_id, event, attempts, last_error)
+    INSERT INTO public.jq_examples_audit (job_id, event, attempts, last_error, due_in)
     VALUES (NEW.id,
             CASE WHEN NEW.token IS NOT NULL AND NEW.token IS DISTINCT FROM OLD.token THEN 'claim'
                  WHEN OLD.token IS NOT NULL AND NEW.token IS NULL THEN 'release'
                  WHEN NEW.reserved_until > OLD.reserved_until THEN 'extend'
                  ELSE 'other' END,
-            NEW.attempts, NEW.last_error);
+            NEW.attempts, NEW.last_error, NEW.available_at - clock_timestamp());
     RETURN NEW;
 END $$;
 CREATE TRIGGER jq_examples_audit AFTER UPDATE OR DELETE ON queue_jobs
@@ -210,20 +211,22 @@ SQL
                    count(*) FILTER (WHERE a.event = 'delete') AS deletes,
                    max(a.attempts) FILTER (WHERE a.event = 'delete') AS deleted_at_attempt,
                    string_agg(a.last_error, ',') FILTER (WHERE a.event = 'release') AS release_errors,
+                   max(a.due_in) FILTER (WHERE a.event = 'release') AS released_for,
                    string_agg(a.event, ',' ORDER BY a.seq) FILTER (WHERE a.event <> 'other') AS events,
                    (SELECT string_agg(f.error, ',') FROM queue_failed_jobs f WHERE f.job_id = e.job_id) AS failed_error
             FROM jq_examples_expect e LEFT JOIN jq_examples_audit a USING (job_id)
             WHERE e.lang = '$lang'
             GROUP BY e.job_id, e.kind)
-        SELECT job_id, kind, events, failed_error FROM s WHERE"
+        SELECT job_id, kind, events, released_for, failed_error FROM s WHERE"
     check_none "$lang: nothing is left in the queue" \
         "SELECT id, name, attempts FROM queue_jobs WHERE queue = '$queue'"
     check_none "$lang: jobs that succeed are claimed once and deleted once, never released" \
         "$jobs kind IN ('ok', 'stop') AND NOT (claims = 1 AND releases = 0 AND deletes = 1
                      AND deleted_at_attempt = 1 AND failed_error IS NULL)"
-    check_none "$lang: retried jobs are released with the handler's error, then claimed again and deleted" \
+    check_none "$lang: retried jobs are released for 1 s with the handler's error, then claimed again and deleted" \
         "$jobs kind = 'retry' AND NOT (events ~ '^claim,release,claim,delete\$'
-                     AND release_errors = 'payment gateway timed out' AND deleted_at_attempt = 2
+                     AND release_errors = 'payment gateway timed out'
+                     AND released_for BETWEEN '0.5 s' AND '1 s' AND deleted_at_attempt = 2
                      AND failed_error IS NULL)"
     check_none "$lang: the failing job is in queue_failed_jobs with its error" \
         "$jobs kind = 'fail' AND NOT (claims = 1 AND releases = 0

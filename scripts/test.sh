@@ -95,7 +95,11 @@ suite_chaos() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bash tests/stress/chaos.sh
 }
 
-SUITES=(packaging regress client cli battery dump search_path notify chaos)
+# The Python (psycopg2) and Node (pg) examples, producers and workers, against
+# the cluster (about 35 s; every step in it has its own timeout).
+suite_examples() { bash tests/examples/run.sh; }
+
+SUITES=(packaging regress client cli battery dump search_path notify chaos examples)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

@@ -6,24 +6,7 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
 -- the queue's "now" (the wall clock plus jobqueue.clock_offset)
 CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS

@@ -13,24 +13,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
 -- travel_to(t): sets jobqueue.clock_offset so that the queue's "now" is t
 -- (plus the few milliseconds the next statements take); returns the

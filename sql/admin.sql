@@ -8,10 +8,7 @@ TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
 \i sql/include/try.sql
 
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
 
 --------------------------------------------------------------------------
 -- queue_cancel(id, force)

@@ -23,10 +23,7 @@ EXCEPTION WHEN OTHERS THEN
 END
 $fn$;
 
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
 
 -- every job ever seen in queue_jobs, so that ids can be shown as names
 -- after the jobs are gone

@@ -11,16 +11,7 @@ TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
 \i sql/include/try.sql
 
--- a checksum of everything queued, failed and configured, to prove the
--- failed calls change nothing
-CREATE FUNCTION pg_temp.queue_checksum() RETURNS text
-LANGUAGE sql AS $fn$
-    SELECT md5(coalesce((SELECT string_agg(j::text, '|' ORDER BY j.id) FROM queue_jobs j), '')
-               || '#' ||
-               coalesce((SELECT string_agg(f::text, '|' ORDER BY f.id) FROM queue_failed_jobs f), '')
-               || '#' ||
-               coalesce((SELECT string_agg(s::text, '|' ORDER BY s.queue COLLATE "C") FROM queue_settings s), ''))
-$fn$;
+\i sql/include/checksum.sql
 
 --------------------------------------------------------------------------
 -- Part 1: NULL for a defaulted argument means the default (real calls)

@@ -8,19 +8,15 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 
 \i sql/include/try.sql
 
--- the functions of the contract (1.0) a role may execute, in a fixed order
+\i sql/include/allowed.sql
+-- allowed(role): the functions of the contract (1.0) a role may execute
 CREATE FUNCTION pg_temp.allowed(role_name text) RETURNS text
 LANGUAGE sql AS $fn$
-    SELECT coalesce(string_agg(f, ' ' ORDER BY n), '(none)')
-    FROM unnest(ARRAY['queue_push', 'queue_pending', 'queue_stats', 'queue_failed_count',
-                      'queue_reserve', 'queue_delete', 'queue_release', 'queue_fail',
-                      'queue_extend', 'queue_failed_rows', 'queue_retry_failed',
-                      'queue_forget_failed', 'queue_grant', 'queue_revoke'])
-         WITH ORDINALITY AS t(f, n)
-    WHERE EXISTS (SELECT FROM pg_proc p
-                  WHERE p.proname = t.f
-                    AND p.pronamespace = 'public'::regnamespace
-                    AND has_function_privilege(role_name, p.oid, 'EXECUTE'))
+    SELECT pg_temp.allowed(role_name,
+                           ARRAY['queue_push', 'queue_pending', 'queue_stats', 'queue_failed_count',
+                                 'queue_reserve', 'queue_delete', 'queue_release', 'queue_fail',
+                                 'queue_extend', 'queue_failed_rows', 'queue_retry_failed',
+                                 'queue_forget_failed', 'queue_grant', 'queue_revoke'])
 $fn$;
 
 CREATE ROLE regress_jq_nobody;

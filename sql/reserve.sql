@@ -3,10 +3,7 @@
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
 -- six jobs in queue q whose claim order is known:
 --   p5 (priority 5), tie-low and tie-high (priority 3, same available_at, lowest id first),
 --   p0-old (priority 0, available_at an hour earlier though pushed later), p0-new, p-1 (priority -1)

@@ -10,6 +10,7 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 \i sql/include/try.sql
 
 \i sql/include/checksum.sql
+\i sql/include/queued.sql
 
 --------------------------------------------------------------------------
 -- Part 1: NULL for a defaulted argument means the default (real calls)
@@ -59,7 +60,7 @@ SELECT queue_retry_failed(NULL, NULL) AS retried;
 SELECT attempts, max_attempts, ready FROM queue_jobs WHERE id = :second_id;
 
 -- queue_pending(NULL) counts every queue (the released job waits for its backoff)
-SELECT queue_push('elsewhere', queue => 'other') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('elsewhere', queue => 'other')) AS pushed;
 SELECT queue_pending(NULL) AS pending_all, queue_pending('default') AS pending_default;
 
 --------------------------------------------------------------------------
@@ -78,7 +79,7 @@ FROM queue_jobs WHERE id = :big_id;
 SELECT queue_push('again', unique_key => repeat('ß', 200)) = :big_id AS same_id;
 
 -- 1-character names and max_attempts 1 are accepted
-SELECT queue_push('n', queue => 'q', unique_key => 'k', max_attempts => 1) IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('n', queue => 'q', unique_key => 'k', max_attempts => 1)) AS pushed;
 
 -- a payload of exactly 1 MiB (1048576 bytes as text) is accepted and kept whole
 SELECT queue_push('mib', to_jsonb(repeat('x', 1048574)), queue => 'payloads') AS mib_id \gset
@@ -97,10 +98,10 @@ SELECT length(reserved_by) AS worker_chars, octet_length(reserved_by) AS worker_
 FROM queue_jobs WHERE id = :big_id;
 
 -- fixtures for the calls below: a claimed job and a failed job
-SELECT queue_push('held', queue => 'errq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('held', queue => 'errq')) AS pushed;
 CREATE TEMP TABLE held AS SELECT id, token FROM queue_reserve('{errq}');
 SELECT count(*) AS held FROM held;
-SELECT queue_push('dead', queue => 'errq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('dead', queue => 'errq')) AS pushed;
 CREATE TEMP TABLE dead AS SELECT id, token FROM queue_reserve('{errq}');
 SELECT queue_fail(id, token, 'fixture') AS failed FROM dead;
 SELECT queue_failed_count() AS failed_count;

@@ -6,29 +6,10 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
+\i sql/include/queued.sql
 
 --------------------------------------------------------------------------
 -- queue_cancel(id, force)
@@ -116,10 +97,10 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 -- fixtures: clq has a held, a pending and a delayed job; clq_other two jobs
 SELECT queue_push('cl_held', queue => 'clq', unique_key => 'cl_key') AS cl_h \gset
 SELECT id AS cl_h, token AS cl_tok FROM queue_reserve('{clq}') \gset
-SELECT queue_push('cl_pending', queue => 'clq') IS NOT NULL AS pushed;
-SELECT queue_push('cl_delayed', queue => 'clq', delay => '1 hour') IS NOT NULL AS pushed;
-SELECT queue_push('cl_o1', queue => 'clq_other') IS NOT NULL AS pushed;
-SELECT queue_push('cl_o2', queue => 'clq_other') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('cl_pending', queue => 'clq')) AS pushed;
+SELECT pg_temp.queued(queue_push('cl_delayed', queue => 'clq', delay => '1 hour')) AS pushed;
+SELECT pg_temp.queued(queue_push('cl_o1', queue => 'clq_other')) AS pushed;
+SELECT pg_temp.queued(queue_push('cl_o2', queue => 'clq_other')) AS pushed;
 SELECT queue, pending, delayed, reserved, total FROM queue_stats() ORDER BY queue;
 
 -- clear returns how many it deleted, held jobs included; other queues untouched
@@ -143,7 +124,7 @@ SELECT queue_clear('clq_unknown') AS cleared_unknown;
 SELECT count(*) AS clq_other_jobs FROM queue_jobs WHERE queue = 'clq_other';
 
 -- a queue name is matched exactly (no pattern, case matters)
-SELECT queue_push('cl_case', queue => 'CLQ_other') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('cl_case', queue => 'CLQ_other')) AS pushed;
 SELECT queue_clear('clq_%') AS cleared_pattern, queue_clear('CLQ_OTHER') AS cleared_wrong_case;
 SELECT queue, count(*) AS jobs FROM queue_jobs GROUP BY queue ORDER BY queue;
 TRUNCATE queue_jobs, queue_failed_jobs;
@@ -154,11 +135,11 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 
 -- fixtures: pzq has three jobs (one claimed before the pause); pzq_other
 -- and pzq_next one each
-SELECT queue_push('pz_a', queue => 'pzq', priority => 3) IS NOT NULL AS pushed;
-SELECT queue_push('pz_b', queue => 'pzq', priority => 2) IS NOT NULL AS pushed;
-SELECT queue_push('pz_c', queue => 'pzq', priority => 1) IS NOT NULL AS pushed;
-SELECT queue_push('pz_other', queue => 'pzq_other') IS NOT NULL AS pushed;
-SELECT queue_push('pz_next', queue => 'pzq_next') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('pz_a', queue => 'pzq', priority => 3)) AS pushed;
+SELECT pg_temp.queued(queue_push('pz_b', queue => 'pzq', priority => 2)) AS pushed;
+SELECT pg_temp.queued(queue_push('pz_c', queue => 'pzq', priority => 1)) AS pushed;
+SELECT pg_temp.queued(queue_push('pz_other', queue => 'pzq_other')) AS pushed;
+SELECT pg_temp.queued(queue_push('pz_next', queue => 'pzq_next')) AS pushed;
 SELECT id AS pa_id, token AS pa_tok FROM queue_reserve('{pzq}') \gset
 
 SELECT queue_pause('pzq');
@@ -201,7 +182,7 @@ RESET jobqueue.clock_offset;
 -- and a job pushed into it waits for the resume
 SELECT queue_pause('pzq_empty');
 SELECT queue, paused, pending, delayed, reserved, total FROM queue_list() WHERE queue = 'pzq_empty';
-SELECT queue_push('pz_late', queue => 'pzq_empty') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('pz_late', queue => 'pzq_empty')) AS pushed;
 SELECT count(*) AS claimed FROM queue_reserve('{pzq_empty}');
 SELECT queue_resume('pzq_empty');
 SELECT name FROM queue_reserve('{pzq_empty}');
@@ -217,8 +198,8 @@ TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
 -- reserve without a lease (or with lease NULL) uses the queue's default lease
 SELECT queue_set_default_lease('lq', '10 minutes');
-SELECT queue_push_many('[{"name": "lq_1", "queue": "lq"}, {"name": "lq_2", "queue": "lq"},
-                         {"name": "lq_3", "queue": "lq"}, {"name": "lq_4", "queue": "lq"}]') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push_many('[{"name": "lq_1", "queue": "lq"}, {"name": "lq_2", "queue": "lq"},
+                         {"name": "lq_3", "queue": "lq"}, {"name": "lq_4", "queue": "lq"}]')) AS pushed;
 SELECT pg_temp.qnow() AS t0 \gset
 SELECT name,
        reserved_until >= :'t0'::timestamptz + interval '10 minutes'
@@ -263,9 +244,9 @@ RESET jobqueue.clock_offset;
 -- (a queue without one: 60 seconds)
 SELECT queue_set_default_lease('lqa', '5 minutes');
 SELECT queue_set_default_lease('lqb', '20 minutes');
-SELECT queue_push('lqa_job', queue => 'lqa') IS NOT NULL AS pushed;
-SELECT queue_push('lqb_job', queue => 'lqb') IS NOT NULL AS pushed;
-SELECT queue_push('lqc_job', queue => 'lqc') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('lqa_job', queue => 'lqa')) AS pushed;
+SELECT pg_temp.queued(queue_push('lqb_job', queue => 'lqb')) AS pushed;
+SELECT pg_temp.queued(queue_push('lqc_job', queue => 'lqc')) AS pushed;
 SELECT pg_temp.qnow() AS t0 \gset
 CREATE TEMP TABLE multi AS
     SELECT r.queue, r.name, r.reserved_until, pg_temp.qnow() AS t1
@@ -277,8 +258,8 @@ JOIN (VALUES ('lqa', interval '5 minutes'), ('lqb', interval '20 minutes'),
              ('lqc', interval '60 seconds')) AS l(queue, lease) USING (queue)
 ORDER BY m.queue;
 -- ... and an explicit lease applies to all of them
-SELECT queue_push('lqa_job2', queue => 'lqa') IS NOT NULL AS pushed;
-SELECT queue_push('lqb_job2', queue => 'lqb') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('lqa_job2', queue => 'lqa')) AS pushed;
+SELECT pg_temp.queued(queue_push('lqb_job2', queue => 'lqb')) AS pushed;
 SELECT pg_temp.qnow() AS t0 \gset
 SELECT queue, name,
        reserved_until >= :'t0'::timestamptz + interval '45 seconds'
@@ -307,7 +288,7 @@ TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 --------------------------------------------------------------------------
 
 -- the setting shows in queue_list; a queue without settings has notify on
-SELECT queue_push('n_job', queue => 'nq_default') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('n_job', queue => 'nq_default')) AS pushed;
 SELECT queue_set_notify('nq', false);
 SELECT queue, notify FROM queue_list() ORDER BY queue;
 SELECT queue_set_notify('nq', true);
@@ -372,16 +353,16 @@ SELECT count(*) AS queues FROM queue_list();
 -- fixtures: a_list has a pending, a delayed, a held job and one whose
 -- lease ran out (pending again); B_list one pending job and a default
 -- lease; b_list settings only (paused); c_list a delayed job and notify off
-SELECT queue_push('al_expired', queue => 'a_list') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('al_expired', queue => 'a_list')) AS pushed;
 SELECT count(*) AS claimed FROM queue_reserve('{a_list}', lease => '30 seconds');
-SELECT queue_push('al_held', queue => 'a_list') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('al_held', queue => 'a_list')) AS pushed;
 SELECT count(*) AS claimed FROM queue_reserve('{a_list}', lease => '1 hour');
-SELECT queue_push('al_pending', queue => 'a_list') IS NOT NULL AS pushed;
-SELECT queue_push('al_delayed', queue => 'a_list', delay => '1 hour') IS NOT NULL AS pushed;
-SELECT queue_push('bl_pending', queue => 'B_list') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('al_pending', queue => 'a_list')) AS pushed;
+SELECT pg_temp.queued(queue_push('al_delayed', queue => 'a_list', delay => '1 hour')) AS pushed;
+SELECT pg_temp.queued(queue_push('bl_pending', queue => 'B_list')) AS pushed;
 SELECT queue_set_default_lease('B_list', '90 seconds');
 SELECT queue_pause('b_list');
-SELECT queue_push('cl_delayed', queue => 'c_list', delay => '2 hours') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('cl_delayed', queue => 'c_list', delay => '2 hours')) AS pushed;
 SELECT queue_set_notify('c_list', false);
 SET jobqueue.clock_offset = '5 minutes';
 

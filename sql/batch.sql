@@ -7,24 +7,7 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
 -- try_context(stmt): the error context of a failing stmt ('' when it succeeds)
 CREATE FUNCTION pg_temp.try_context(stmt text) RETURNS text
@@ -40,10 +23,8 @@ EXCEPTION WHEN OTHERS THEN
 END
 $fn$;
 
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
+\i sql/include/queued.sql
 
 -- every job ever seen in queue_jobs, so that ids can be shown as names
 -- after the jobs are gone
@@ -369,7 +350,7 @@ FROM unnest(ARRAY[
 
 -- a failed call changes nothing: a claimed job stays claimed after a batch
 -- that names it with its right token beside a NULL element
-SELECT queue_push('dm_keep', queue => 'dm_keep_q') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('dm_keep', queue => 'dm_keep_q')) AS pushed;
 SELECT id AS k_id, token AS k_tok FROM queue_reserve('{dm_keep_q}') \gset
 SELECT queue_delete_many(ARRAY[:k_id, NULL], ARRAY[:k_tok, 1]);
 SELECT count(*) AS still_claimed FROM queue_jobs WHERE id = :k_id AND token = :k_tok;
@@ -451,7 +432,7 @@ FROM queue_jobs WHERE id = :c2_id;
 SELECT pending, delayed, reserved, total FROM queue_stats() WHERE queue = 'rm_q';
 
 -- an id given twice is released once
-SELECT queue_push('rm_twice', queue => 'rm_t_q') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('rm_twice', queue => 'rm_t_q')) AS pushed;
 SELECT pg_temp.remember();
 SELECT id AS t_id, token AS t_tok FROM queue_reserve('{rm_t_q}') \gset
 SELECT pg_temp.names(queue_release_many(ARRAY[:t_id, :t_id], ARRAY[:t_tok, :t_tok], '0')) AS released;
@@ -505,14 +486,14 @@ SELECT count(*) AS failed_rows FROM queue_failed_jobs;
 -- an empty error stores the job's last error, or says none was given
 SELECT queue_release(:c_id, :c_tok, '0', 'earlier trouble') AS released;
 SELECT id AS c_id, token AS c_tok FROM queue_reserve('{fm_q}') \gset
-SELECT queue_push('fm_d', queue => 'fm_q') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('fm_d', queue => 'fm_q')) AS pushed;
 SELECT pg_temp.remember();
 SELECT id AS d_id, token AS d_tok FROM queue_reserve('{fm_q}') \gset
 SELECT pg_temp.names(queue_fail_many(ARRAY[:c_id, :d_id], ARRAY[:c_tok, :d_tok])) AS failed;
 SELECT name, error FROM queue_failed_jobs WHERE id IN (:c_id, :d_id) ORDER BY name;
 
 -- an id given twice is failed once
-SELECT queue_push('fm_e', queue => 'fm_q') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('fm_e', queue => 'fm_q')) AS pushed;
 SELECT pg_temp.remember();
 SELECT id AS e_id, token AS e_tok FROM queue_reserve('{fm_q}') \gset
 SELECT pg_temp.names(queue_fail_many(ARRAY[:e_id, :e_id], ARRAY[:e_tok, :e_tok], NULL)) AS failed;

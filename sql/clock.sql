@@ -6,23 +6,7 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
 
--- try(stmt): runs stmt, then always undoes it; 'ok' or 'SQLSTATE: message'
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
 -- the first call loads the library, which defines its settings
 SELECT queue_pending() AS pending;

@@ -4,10 +4,7 @@
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
 -- valid UTF-8 round trip (convert_from raises on a broken sequence)
 CREATE FUNCTION pg_temp.valid_utf8(t text) RETURNS boolean LANGUAGE sql AS
 $$ SELECT convert_from(convert_to(t, 'UTF8'), 'UTF8') = t $$;

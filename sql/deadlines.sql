@@ -14,23 +14,8 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
--- try(stmt): runs stmt, then always undoes it; 'ok' or 'SQLSTATE: message'
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
+\i sql/include/queued.sql
 
 -- the error an expired job gets, for a deadline (and the job's last error)
 CREATE FUNCTION pg_temp.expired_error(deadline timestamptz, last_error text DEFAULT '')
@@ -138,14 +123,14 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 -- in one queue; a batch of 2 gets the two best live jobs, every expired
 -- job is failed by that same call
 SELECT clock_timestamp() + interval '1 hour' AS d1 \gset
-SELECT queue_push_many(jsonb_build_array(
+SELECT pg_temp.queued(queue_push_many(jsonb_build_array(
     jsonb_build_object('name', 'exp-a', 'queue', 'dlb', 'priority', 9, 'deadline', :'d1'::timestamptz),
     jsonb_build_object('name', 'live-a', 'queue', 'dlb', 'priority', 5),
     jsonb_build_object('name', 'exp-b', 'queue', 'dlb', 'priority', 8, 'deadline', :'d1'::timestamptz),
     jsonb_build_object('name', 'live-b', 'queue', 'dlb', 'priority', 4, 'deadline', :'d1'::timestamptz + interval '1 day'),
     jsonb_build_object('name', 'exp-c', 'queue', 'dlb', 'priority', 7, 'deadline', :'d1'::timestamptz),
     jsonb_build_object('name', 'live-c', 'queue', 'dlb', 'priority', 3)
-)) IS NOT NULL AS pushed;
+))) AS pushed;
 SET jobqueue.clock_offset = '2 hours';
 SELECT name, priority FROM queue_reserve('{dlb}', max_jobs => 2);
 SELECT name, error = pg_temp.expired_error(:'d1') AS expired_error
@@ -158,12 +143,12 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 -- a batch larger than what is left: only live jobs come back, all expired
 -- ones are failed
 SELECT clock_timestamp() + interval '1 hour' AS d1 \gset
-SELECT queue_push_many(jsonb_build_array(
+SELECT pg_temp.queued(queue_push_many(jsonb_build_array(
     jsonb_build_object('name', 'exp-1', 'queue', 'dlb', 'deadline', :'d1'::timestamptz),
     jsonb_build_object('name', 'live-1', 'queue', 'dlb'),
     jsonb_build_object('name', 'exp-2', 'queue', 'dlb', 'deadline', :'d1'::timestamptz),
     jsonb_build_object('name', 'live-2', 'queue', 'dlb')
-)) IS NOT NULL AS pushed;
+))) AS pushed;
 SET jobqueue.clock_offset = '2 hours';
 SELECT name FROM queue_reserve('{dlb}', max_jobs => 10);
 SELECT name FROM queue_failed_jobs ORDER BY name;
@@ -187,12 +172,12 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 -- in a batch across queues, the expired jobs of each queue are skipped and
 -- the live ones of every queue returned in precedence order
 SELECT clock_timestamp() AS t \gset
-SELECT queue_push_many(jsonb_build_array(
+SELECT pg_temp.queued(queue_push_many(jsonb_build_array(
     jsonb_build_object('name', 'a-exp', 'queue', 'dl-a', 'priority', 1, 'deadline', :'t'::timestamptz + interval '1 minute'),
     jsonb_build_object('name', 'a-live', 'queue', 'dl-a'),
     jsonb_build_object('name', 'b-exp', 'queue', 'dl-b', 'priority', 1, 'deadline', :'t'::timestamptz + interval '1 minute'),
     jsonb_build_object('name', 'b-live', 'queue', 'dl-b')
-)) IS NOT NULL AS pushed;
+))) AS pushed;
 SET jobqueue.clock_offset = '2 hours';
 SELECT name, queue FROM queue_reserve('{dl-b,dl-a}', max_jobs => 3);
 SELECT name FROM queue_failed_jobs ORDER BY name;
@@ -202,7 +187,7 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 -- a claim sweeps only the queues it was asked for: an expired job of
 -- another queue stays in queue_jobs (still pending) until its queue is claimed
 SELECT clock_timestamp() AS t \gset
-SELECT queue_push('elsewhere', queue => 'dl-other', deadline => :'t'::timestamptz + interval '1 minute') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('elsewhere', queue => 'dl-other', deadline => :'t'::timestamptz + interval '1 minute')) AS pushed;
 SET jobqueue.clock_offset = '2 hours';
 SELECT count(*) AS claimed FROM queue_reserve('{dl}');
 SELECT count(*) AS in_jobs, queue_pending('dl-other') AS pending FROM queue_jobs;
@@ -361,8 +346,8 @@ SELECT count(*) AS jobs FROM queue_jobs;
 
 -- pushed with deadline NULL (and in a batch with "deadline": null), the
 -- jobs are still claimed a year later
-SELECT queue_push('forever', queue => 'dl', deadline => NULL) IS NOT NULL AS pushed;
-SELECT queue_push_many('[{"name": "forever-many", "queue": "dl", "deadline": null}]') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('forever', queue => 'dl', deadline => NULL)) AS pushed;
+SELECT pg_temp.queued(queue_push_many('[{"name": "forever-many", "queue": "dl", "deadline": null}]')) AS pushed;
 SET jobqueue.clock_offset = '1 year';
 SELECT name, deadline IS NULL AS no_deadline FROM queue_reserve('{dl}', max_jobs => 10) ORDER BY id;
 SELECT count(*) AS failed FROM queue_failed_jobs;

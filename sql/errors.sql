@@ -7,32 +7,10 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- a checksum of everything queued, to prove the failed calls change nothing
-CREATE FUNCTION pg_temp.queue_checksum() RETURNS text
-LANGUAGE sql AS $fn$
-    SELECT md5(coalesce((SELECT string_agg(j::text, '|' ORDER BY j.id) FROM queue_jobs j), '')
-               || '#' ||
-               coalesce((SELECT string_agg(f::text, '|' ORDER BY f.id) FROM queue_failed_jobs f), ''))
-$fn$;
+\i sql/include/checksum.sql
+\i sql/include/queued.sql
 
 --------------------------------------------------------------------------
 -- Part 1: NULL for a defaulted argument means the default (real calls)
@@ -82,7 +60,7 @@ SELECT queue_retry_failed(NULL, NULL) AS retried;
 SELECT attempts, max_attempts, ready FROM queue_jobs WHERE id = :second_id;
 
 -- queue_pending(NULL) counts every queue (the released job waits for its backoff)
-SELECT queue_push('elsewhere', queue => 'other') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('elsewhere', queue => 'other')) AS pushed;
 SELECT queue_pending(NULL) AS pending_all, queue_pending('default') AS pending_default;
 
 --------------------------------------------------------------------------
@@ -101,7 +79,7 @@ FROM queue_jobs WHERE id = :big_id;
 SELECT queue_push('again', unique_key => repeat('ß', 200)) = :big_id AS same_id;
 
 -- 1-character names and max_attempts 1 are accepted
-SELECT queue_push('n', queue => 'q', unique_key => 'k', max_attempts => 1) IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('n', queue => 'q', unique_key => 'k', max_attempts => 1)) AS pushed;
 
 -- a payload of exactly 1 MiB (1048576 bytes as text) is accepted and kept whole
 SELECT queue_push('mib', to_jsonb(repeat('x', 1048574)), queue => 'payloads') AS mib_id \gset
@@ -120,10 +98,10 @@ SELECT length(reserved_by) AS worker_chars, octet_length(reserved_by) AS worker_
 FROM queue_jobs WHERE id = :big_id;
 
 -- fixtures for the calls below: a claimed job and a failed job
-SELECT queue_push('held', queue => 'errq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('held', queue => 'errq')) AS pushed;
 CREATE TEMP TABLE held AS SELECT id, token FROM queue_reserve('{errq}');
 SELECT count(*) AS held FROM held;
-SELECT queue_push('dead', queue => 'errq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('dead', queue => 'errq')) AS pushed;
 CREATE TEMP TABLE dead AS SELECT id, token FROM queue_reserve('{errq}');
 SELECT queue_fail(id, token, 'fixture') AS failed FROM dead;
 SELECT queue_failed_count() AS failed_count;

@@ -9,35 +9,10 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- a checksum of everything queued, failed and configured, to prove the
--- failed calls change nothing
-CREATE FUNCTION pg_temp.queue_checksum() RETURNS text
-LANGUAGE sql AS $fn$
-    SELECT md5(coalesce((SELECT string_agg(j::text, '|' ORDER BY j.id) FROM queue_jobs j), '')
-               || '#' ||
-               coalesce((SELECT string_agg(f::text, '|' ORDER BY f.id) FROM queue_failed_jobs f), '')
-               || '#' ||
-               coalesce((SELECT string_agg(s::text, '|' ORDER BY s.queue COLLATE "C") FROM queue_settings s), ''))
-$fn$;
+\i sql/include/checksum.sql
+\i sql/include/queued.sql
 
 --------------------------------------------------------------------------
 -- Part 1: NULL for a defaulted argument means the default (real calls)
@@ -61,7 +36,7 @@ SELECT queue_push_many('[]') AS none_pushed;
 TRUNCATE queue_jobs;
 
 -- queue_reserve with lease NULL: 60 seconds for a queue without a default lease
-SELECT queue_push('lease-60', queue => 'lq0') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('lease-60', queue => 'lq0')) AS pushed;
 SELECT clock_timestamp() AS t0 \gset
 SELECT count(*) AS claimed FROM queue_reserve('{lq0}', NULL);
 SELECT reserved_until BETWEEN :'t0'::timestamptz + interval '60 seconds'
@@ -72,9 +47,9 @@ FROM queue_jobs WHERE queue = 'lq0';
 -- queue's claim uses its own default
 SELECT queue_set_default_lease('lq1', '5 minutes');
 SELECT queue_set_default_lease('lq2', '2 hours');
-SELECT queue_push('lease-5m', queue => 'lq1') IS NOT NULL AS pushed;
-SELECT queue_push('lease-2h', queue => 'lq2') IS NOT NULL AS pushed;
-SELECT queue_push('lease-60s', queue => 'lq3') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('lease-5m', queue => 'lq1')) AS pushed;
+SELECT pg_temp.queued(queue_push('lease-2h', queue => 'lq2')) AS pushed;
+SELECT pg_temp.queued(queue_push('lease-60s', queue => 'lq3')) AS pushed;
 SELECT clock_timestamp() AS t0 \gset
 SELECT queue, reserved_until BETWEEN :'t0'::timestamptz + l.lease
                                  AND clock_timestamp() + l.lease AS default_lease_used
@@ -84,7 +59,7 @@ JOIN (VALUES ('lq1', interval '5 minutes'), ('lq2', interval '2 hours'),
 ORDER BY queue;
 
 -- ... and a lease given explicitly wins over the queue's default
-SELECT queue_push('explicit', queue => 'lq1') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('explicit', queue => 'lq1')) AS pushed;
 SELECT clock_timestamp() AS t0 \gset
 SELECT reserved_until BETWEEN :'t0'::timestamptz + interval '10 seconds'
                           AND clock_timestamp() + interval '10 seconds' AS lease_10s
@@ -93,7 +68,7 @@ FROM queue_reserve('{lq1}', '10 seconds');
 -- queue_set_default_lease(queue, NULL) goes back to 60 seconds
 SELECT queue_set_default_lease('lq1', NULL);
 SELECT queue, default_lease FROM queue_list() WHERE queue IN ('lq1', 'lq2') ORDER BY queue;
-SELECT queue_push('back-to-60', queue => 'lq1') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('back-to-60', queue => 'lq1')) AS pushed;
 SELECT clock_timestamp() AS t0 \gset
 SELECT reserved_until BETWEEN :'t0'::timestamptz + interval '60 seconds'
                           AND clock_timestamp() + interval '60 seconds' AS lease_60s
@@ -102,7 +77,7 @@ TRUNCATE queue_jobs, queue_settings;
 
 -- queue_release_many(ids, tokens, NULL, NULL): backoff 10 s x [0.5, 1.0]
 -- on the first attempt, error '' (released on purpose)
-SELECT queue_push_many('[{"name": "r1", "queue": "bq"}, {"name": "r2", "queue": "bq"}]') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push_many('[{"name": "r1", "queue": "bq"}, {"name": "r2", "queue": "bq"}]')) AS pushed;
 CREATE TEMP TABLE claimed AS SELECT * FROM queue_reserve('{bq}', max_jobs => 2);
 SELECT clock_timestamp() AS t0 \gset
 SELECT cardinality(queue_release_many(array_agg(id), array_agg(token), NULL, NULL)) AS released
@@ -125,7 +100,7 @@ TRUNCATE queue_failed_jobs;
 
 -- an error text over 60000 bytes is no error: queue_release_many and
 -- queue_fail_many store it cut at a character boundary, marked as cut
-SELECT queue_push_many('[{"name": "long-1", "queue": "bq"}, {"name": "long-2", "queue": "bq"}]') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push_many('[{"name": "long-1", "queue": "bq"}, {"name": "long-2", "queue": "bq"}]')) AS pushed;
 TRUNCATE claimed;
 INSERT INTO claimed SELECT * FROM queue_reserve('{bq}', max_jobs => 2);
 SELECT cardinality(queue_release_many(array_agg(id), array_agg(token), '0', repeat('é', 40000))) AS released
@@ -152,12 +127,12 @@ DROP TABLE claimed;
 --------------------------------------------------------------------------
 -- fixtures for the battery: two claimed jobs, a failed job, settings
 --------------------------------------------------------------------------
-SELECT queue_push_many('[{"name": "held-1", "queue": "errq"}, {"name": "held-2", "queue": "errq"}]') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push_many('[{"name": "held-1", "queue": "errq"}, {"name": "held-2", "queue": "errq"}]')) AS pushed;
 CREATE TEMP TABLE held AS SELECT id, token FROM queue_reserve('{errq}', max_jobs => 2);
 SELECT count(*) AS held FROM held;
-SELECT queue_push('dead', queue => 'errq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('dead', queue => 'errq')) AS pushed;
 SELECT queue_fail(id, token, 'fixture') AS failed FROM queue_reserve('{errq}');
-SELECT queue_push('waiting', queue => 'errq', delay => '1 hour', deadline => clock_timestamp() + interval '2 hours') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('waiting', queue => 'errq', delay => '1 hour', deadline => clock_timestamp() + interval '2 hours')) AS pushed;
 SELECT queue_set_default_lease('errq', '5 minutes');
 SELECT queue_set_notify('errq', false);
 SELECT queue_pause('paused-q');

@@ -3,10 +3,7 @@
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
 -- push a job into queue q, claim it and fail it with error e; returns the job's id
 CREATE FUNCTION pg_temp.fail_one(job text, q text, e text, prio int DEFAULT 0,
                                  pay jsonb DEFAULT '{}', ukey text DEFAULT NULL)

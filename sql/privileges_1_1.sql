@@ -9,41 +9,20 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
--- try(stmt): runs stmt, then always undoes it; 'ok' or 'SQLSTATE: message'
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- the functions 1.1 adds or re-creates that a role may execute, in a fixed
--- order (queue_push has a new signature; queue_reserve, queue_release and
+\i sql/include/allowed.sql
+-- allowed_1_1(role): the functions 1.1 adds or re-creates that a role may
+-- execute (queue_push has a new signature; queue_reserve, queue_release and
 -- queue_retry_failed were replaced)
 CREATE FUNCTION pg_temp.allowed_1_1(role_name text) RETURNS text
 LANGUAGE sql AS $fn$
-    SELECT coalesce(string_agg(f, ' ' ORDER BY n), '(none)')
-    FROM unnest(ARRAY['queue_push', 'queue_push_many', 'queue_list',
-                      'queue_reserve', 'queue_release', 'queue_delete_many',
-                      'queue_release_many', 'queue_fail_many',
-                      'queue_retry_failed', 'queue_cancel', 'queue_clear', 'queue_pause',
-                      'queue_resume', 'queue_set_default_lease', 'queue_set_notify'])
-         WITH ORDINALITY AS t(f, n)
-    WHERE EXISTS (SELECT FROM pg_proc p
-                  WHERE p.proname = t.f
-                    AND p.pronamespace = (SELECT extnamespace FROM pg_extension
-                                          WHERE extname = 'jobqueue')
-                    AND has_function_privilege(role_name, p.oid, 'EXECUTE'))
+    SELECT pg_temp.allowed(role_name,
+                           ARRAY['queue_push', 'queue_push_many', 'queue_list',
+                                 'queue_reserve', 'queue_release', 'queue_delete_many',
+                                 'queue_release_many', 'queue_fail_many',
+                                 'queue_retry_failed', 'queue_cancel', 'queue_clear', 'queue_pause',
+                                 'queue_resume', 'queue_set_default_lease', 'queue_set_notify'])
 $fn$;
 
 -- every 1.1 call a role might make, for the denial checks

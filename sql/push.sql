@@ -3,10 +3,8 @@
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
+\i sql/include/queued.sql
 
 -- push returns increasing ids
 SELECT queue_push('first') AS id1 \gset
@@ -118,12 +116,12 @@ SELECT count(*) AS rows_in_nk_q FROM queue_jobs WHERE queue = 'nk_q';
 
 -- a push inside a rolled-back transaction leaves nothing, not even its key
 BEGIN;
-SELECT queue_push('rolled', queue => 'rb_q', unique_key => 'key-rollback') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('rolled', queue => 'rb_q', unique_key => 'key-rollback')) AS pushed;
 SELECT count(*) AS visible_inside FROM queue_jobs WHERE queue = 'rb_q';
 ROLLBACK;
 SELECT count(*) AS rows_after_rollback FROM queue_jobs WHERE queue = 'rb_q';
 SELECT queue_pending('rb_q') AS pending_after_rollback;
-SELECT queue_push('again', queue => 'rb_q', unique_key => 'key-rollback') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('again', queue => 'rb_q', unique_key => 'key-rollback')) AS pushed;
 SELECT name FROM queue_jobs WHERE unique_key = 'key-rollback';
 
 -- a push with a held key does not abort the caller's transaction

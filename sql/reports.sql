@@ -3,6 +3,8 @@
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
+
+\i sql/include/queued.sql
 -- The clock only moves forward in this file (offsets grow).
 
 -- an empty backlog: no stats rows, nothing pending, no failed rows
@@ -13,16 +15,16 @@ SELECT queue_pending() AS pending_all, queue_failed_count() AS failed;
 --   Zq: one held for 2 hours, one held for 1 minute, one pending
 --   aq: two pending, one delayed by 1 hour
 --   mq: one delayed by 30 minutes, one released for 3 hours
-SELECT queue_push('z-held-long', queue => 'Zq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('z-held-long', queue => 'Zq')) AS pushed;
 SELECT name FROM queue_reserve('{Zq}', lease => '2 hours');
-SELECT queue_push('z-held-short', queue => 'Zq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('z-held-short', queue => 'Zq')) AS pushed;
 SELECT name FROM queue_reserve('{Zq}', lease => '1 minute');
-SELECT queue_push('z-pending', queue => 'Zq') IS NOT NULL AS pushed;
-SELECT queue_push('a-pending-1', queue => 'aq') IS NOT NULL AS pushed;
-SELECT queue_push('a-pending-2', queue => 'aq') IS NOT NULL AS pushed;
-SELECT queue_push('a-delayed', queue => 'aq', delay => '1 hour') IS NOT NULL AS pushed;
-SELECT queue_push('m-delayed', queue => 'mq', delay => '30 minutes') IS NOT NULL AS pushed;
-SELECT queue_push('m-released', queue => 'mq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('z-pending', queue => 'Zq')) AS pushed;
+SELECT pg_temp.queued(queue_push('a-pending-1', queue => 'aq')) AS pushed;
+SELECT pg_temp.queued(queue_push('a-pending-2', queue => 'aq')) AS pushed;
+SELECT pg_temp.queued(queue_push('a-delayed', queue => 'aq', delay => '1 hour')) AS pushed;
+SELECT pg_temp.queued(queue_push('m-delayed', queue => 'mq', delay => '30 minutes')) AS pushed;
+SELECT pg_temp.queued(queue_push('m-released', queue => 'mq')) AS pushed;
 SELECT id AS m_id, token AS m_tok FROM queue_reserve('{mq}') \gset
 SELECT queue_release(:m_id, :m_tok, '3 hours') AS released;
 
@@ -81,15 +83,15 @@ SELECT queue FROM queue_stats();
 
 -- queue_failed_count: rows in the failed table, whatever put them there; failed jobs are not in the stats
 SELECT queue_failed_count() AS failed;
-SELECT queue_push('f1', queue => 'fq') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('f1', queue => 'fq')) AS pushed;
 SELECT id AS f_id, token AS f_tok FROM queue_reserve('{fq}') \gset
 SELECT queue_fail(:f_id, :f_tok, 'broken') AS failed;
 SELECT queue_failed_count() AS failed;
-SELECT queue_push('f2', queue => 'fq', max_attempts => 1) IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('f2', queue => 'fq', max_attempts => 1)) AS pushed;
 SELECT id AS f_id, token AS f_tok FROM queue_reserve('{fq}') \gset
 SELECT queue_release(:f_id, :f_tok, '0', 'no luck') AS released;
 SELECT queue_failed_count() AS failed;
-SELECT queue_push('f3', queue => 'fq', max_attempts => 1) IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('f3', queue => 'fq', max_attempts => 1)) AS pushed;
 SELECT count(*) AS claimed FROM queue_reserve('{fq}', lease => '1 minute');
 SET jobqueue.clock_offset = '3 hours 3 minutes';
 SELECT count(*) AS claimed FROM queue_reserve('{fq}');

@@ -3,10 +3,8 @@
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs;
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
+\i sql/include/queued.sql
 -- six jobs in queue q whose claim order is known:
 --   p5 (priority 5), tie-low and tie-high (priority 3, same available_at, lowest id first),
 --   p0-old (priority 0, available_at an hour earlier though pushed later), p0-new, p-1 (priority -1)
@@ -74,15 +72,15 @@ SELECT queue, name FROM queue_reserve('{high,low}');
 SELECT count(*) AS nothing_left FROM queue_reserve('{high,low}');
 
 -- precedence in a batch: the first queue's jobs in claim order, then the next queue's
-SELECT queue_push('low-1', queue => 'low', priority => 100) IS NOT NULL AS pushed;
-SELECT queue_push('high-1', queue => 'high', priority => -5) IS NOT NULL AS pushed;
-SELECT queue_push('high-2', queue => 'high', priority => 0) IS NOT NULL AS pushed;
-SELECT queue_push('low-2', queue => 'low', priority => 0) IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('low-1', queue => 'low', priority => 100)) AS pushed;
+SELECT pg_temp.queued(queue_push('high-1', queue => 'high', priority => -5)) AS pushed;
+SELECT pg_temp.queued(queue_push('high-2', queue => 'high', priority => 0)) AS pushed;
+SELECT pg_temp.queued(queue_push('low-2', queue => 'low', priority => 0)) AS pushed;
 SELECT queue, name FROM queue_reserve('{low,high}', max_jobs => 3);
 SELECT queue, name FROM queue_reserve('{low,high}', max_jobs => 3);
 
 -- a queue missing from the list is not served
-SELECT queue_push('elsewhere', queue => 'unlisted') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('elsewhere', queue => 'unlisted')) AS pushed;
 SELECT count(*) AS claimed FROM queue_reserve('{high,low}');
 SELECT queue_pending('unlisted') AS still_pending;
 

@@ -15,38 +15,9 @@ SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings, queue_schedules;
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
-
--- travel_to(t): sets jobqueue.clock_offset so that the queue's "now" is t
--- (plus the few milliseconds the next statements take); returns the queue's
--- now to the second, so the output shows where the test is.
-CREATE FUNCTION pg_temp.travel_to(t timestamptz) RETURNS timestamptz
-LANGUAGE sql AS $fn$
-    SELECT set_config('jobqueue.clock_offset', (t - clock_timestamp())::text, false);
-    SELECT date_trunc('second', pg_temp.qnow());
-$fn$;
+\i sql/include/clock.sql
 
 -- next_times(cron, after, n, zone): the next n times, in UTC, with the
 -- weekday, as one line
@@ -556,11 +527,7 @@ TRUNCATE queue_jobs, queue_failed_jobs, queue_settings, queue_schedules;
 \c
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
-CREATE FUNCTION pg_temp.travel_to(t timestamptz) RETURNS timestamptz
-LANGUAGE sql AS $fn$
-    SELECT set_config('jobqueue.clock_offset', (t - clock_timestamp())::text, false);
-    SELECT date_trunc('second', clock_timestamp() + current_setting('jobqueue.clock_offset')::interval);
-$fn$;
+\i sql/include/clock.sql
 
 -- a '* * * * *' schedule with catch_up, not ticked for a day (1440
 -- windows): the first tick enqueues the first 1000 windows, the next one

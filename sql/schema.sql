@@ -6,23 +6,8 @@
 --
 \set VERBOSITY terse
 
--- try(stmt): runs stmt, then always undoes it; 'ok' or 'SQLSTATE: message'
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
+\i sql/include/queued.sql
 
 -- the schemas of all member objects of the extension (functions, relations, types)
 CREATE FUNCTION pg_temp.member_schemas() RETURNS text
@@ -83,7 +68,7 @@ SELECT has_schema_privilege('regress_jq_schema', 'jq', 'USAGE') AS usage_before;
 SELECT jq.queue_grant('regress_jq_schema', 'producer');
 SELECT has_schema_privilege('regress_jq_schema', 'jq', 'USAGE') AS usage_after;
 SET ROLE regress_jq_schema;
-SELECT jq.queue_push('by-role', queue => 'schema') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(jq.queue_push('by-role', queue => 'schema')) AS pushed;
 SELECT jq.queue_pending('schema') AS pending;
 RESET ROLE;
 SELECT jq.queue_revoke('regress_jq_schema', 'producer');
@@ -138,8 +123,8 @@ CREATE TEMP TABLE queue_jobs (LIKE jq.queue_jobs INCLUDING ALL);
 
 -- with search_path = evil, jq, public: the calls use jq's tables only
 SET search_path = evil, jq, public;
-SELECT jq.queue_push('hostile-1', queue => 'h') IS NOT NULL AS pushed;
-SELECT jq.queue_push('hostile-2', queue => 'h', delay => '1 hour') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(jq.queue_push('hostile-1', queue => 'h')) AS pushed;
+SELECT pg_temp.queued(jq.queue_push('hostile-2', queue => 'h', delay => '1 hour')) AS pushed;
 SELECT * FROM jq.queue_stats();
 SELECT jq.queue_pending('h') AS pending;
 CREATE TEMP TABLE claim1 AS SELECT * FROM jq.queue_reserve('{h}');
@@ -165,8 +150,8 @@ TRUNCATE evil.captured;
 -- ... but the extension's functions are not: fenced tokens, the token
 -- sequence, queue and time comparisons all stay the real ones
 SET search_path = evil, pg_catalog, jq, public;
-SELECT jq.queue_push('hostile-3', queue => 'h') IS NOT NULL AS pushed;
-SELECT jq.queue_push('other-queue', queue => 'x') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(jq.queue_push('hostile-3', queue => 'h')) AS pushed;
+SELECT pg_temp.queued(jq.queue_push('other-queue', queue => 'x')) AS pushed;
 CREATE TEMP TABLE claim2 AS SELECT * FROM jq.queue_reserve('{h}', max_jobs => 10);
 CREATE TEMP TABLE claim3 AS SELECT * FROM jq.queue_reserve('{h}', max_jobs => 10);
 SELECT jq.queue_delete(id, token + 1000) AS wrong_token_deletes FROM claim2;
@@ -199,7 +184,7 @@ DROP TABLE pg_temp.queue_jobs;
 DROP EXTENSION jobqueue;
 CREATE EXTENSION jobqueue SCHEMA jq;
 SELECT jq.queue_pending() AS pending;
-SELECT jq.queue_push('again-1', queue => 'r') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(jq.queue_push('again-1', queue => 'r')) AS pushed;
 CREATE TEMP TABLE claim4 AS SELECT * FROM jq.queue_reserve('{r}');
 SELECT count(*) AS claimed, bool_and(name = 'again-1') AS right_job FROM claim4;
 SELECT jq.queue_delete(id, token) AS deleted FROM claim4;
@@ -212,8 +197,8 @@ CREATE SCHEMA jq2;
 CREATE EXTENSION jobqueue SCHEMA jq2;
 SELECT pg_temp.member_schemas() AS member_schemas;
 SELECT to_regclass('jq.queue_jobs') IS NULL AS jq_gone;
-SELECT jq2.queue_push('again-2', queue => 'r') IS NOT NULL AS pushed;
-SELECT jq2.queue_push('again-3', queue => 'r', delay => '1 hour') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(jq2.queue_push('again-2', queue => 'r')) AS pushed;
+SELECT pg_temp.queued(jq2.queue_push('again-3', queue => 'r', delay => '1 hour')) AS pushed;
 CREATE TEMP TABLE claim5 AS SELECT * FROM jq2.queue_reserve('{r}', max_jobs => 5);
 SELECT count(*) AS claimed, bool_and(name = 'again-2') AS right_job FROM claim5;
 SELECT jq2.queue_fail(id, token, 'to jq2''s failed table') AS failed FROM claim5;
@@ -235,6 +220,6 @@ RESET client_min_messages;
 CREATE EXTENSION jobqueue;
 SELECT extnamespace::regnamespace AS schema FROM pg_extension WHERE extname = 'jobqueue';
 SELECT pg_temp.member_schemas() AS member_schemas;
-SELECT queue_push('back-in-public') IS NOT NULL AS pushed;
+SELECT pg_temp.queued(queue_push('back-in-public')) AS pushed;
 SELECT queue_pending() AS pending;
 TRUNCATE queue_jobs, queue_failed_jobs;

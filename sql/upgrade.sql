@@ -8,41 +8,11 @@
 --
 \set VERBOSITY terse
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- the queue's "now" (the wall clock plus jobqueue.clock_offset)
-CREATE FUNCTION pg_temp.qnow() RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT clock_timestamp()
-        + coalesce(nullif(current_setting('jobqueue.clock_offset', true), ''), '0')::interval $$;
+\i sql/include/clock.sql
 
--- allowed(role, names): those of the named functions (in the order given)
--- that exist in public and that role may execute
-CREATE FUNCTION pg_temp.allowed(role_name text, names text[]) RETURNS text
-LANGUAGE sql AS $fn$
-    SELECT coalesce(string_agg(f, ' ' ORDER BY n), '(none)')
-    FROM unnest(names) WITH ORDINALITY AS t(f, n)
-    WHERE EXISTS (SELECT FROM pg_proc p
-                  WHERE p.proname = t.f
-                    AND p.pronamespace = 'public'::regnamespace
-                    AND has_function_privilege(role_name, p.oid, 'EXECUTE'))
-$fn$;
+\i sql/include/allowed.sql
 -- the functions of 1.0, and those 1.1 adds
 \set fn_1_0 '{queue_push,queue_pending,queue_stats,queue_failed_count,queue_reserve,queue_delete,queue_release,queue_fail,queue_extend,queue_failed_rows,queue_retry_failed,queue_forget_failed,queue_grant,queue_revoke}'
 \set fn_1_1 '{queue_push_many,queue_list,queue_delete_many,queue_release_many,queue_fail_many,queue_cancel,queue_clear,queue_pause,queue_resume,queue_set_default_lease,queue_set_notify}'

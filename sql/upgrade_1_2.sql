@@ -13,45 +13,11 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
--- try(stmt): runs stmt, then always undoes it (a subtransaction rolled back
--- by a private SQLSTATE); returns 'ok' or 'SQLSTATE: message'.
-CREATE FUNCTION pg_temp.try(stmt text) RETURNS text
-LANGUAGE plpgsql AS $fn$
-DECLARE
-    state   text;
-    message text;
-BEGIN
-    EXECUTE stmt;
-    RAISE SQLSTATE 'JQ000';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-    IF state = 'JQ000' THEN
-        RETURN 'ok';
-    END IF;
-    RETURN state || ': ' || message;
-END
-$fn$;
+\i sql/include/try.sql
 
--- travel_to(t): sets jobqueue.clock_offset so that the queue's "now" is t
--- (plus the few milliseconds the next statements take); returns the
--- queue's now to the second
-CREATE FUNCTION pg_temp.travel_to(t timestamptz) RETURNS timestamptz
-LANGUAGE sql AS $fn$
-    SELECT set_config('jobqueue.clock_offset', (t - clock_timestamp())::text, false);
-    SELECT date_trunc('second', clock_timestamp() + current_setting('jobqueue.clock_offset')::interval);
-$fn$;
+\i sql/include/clock.sql
 
--- allowed(role, names): those of the named functions (in the order given)
--- that exist in public and that role may execute
-CREATE FUNCTION pg_temp.allowed(role_name text, names text[]) RETURNS text
-LANGUAGE sql AS $fn$
-    SELECT coalesce(string_agg(f, ' ' ORDER BY n), '(none)')
-    FROM unnest(names) WITH ORDINALITY AS t(f, n)
-    WHERE EXISTS (SELECT FROM pg_proc p
-                  WHERE p.proname = t.f
-                    AND p.pronamespace = 'public'::regnamespace
-                    AND has_function_privilege(role_name, p.oid, 'EXECUTE'))
-$fn$;
+\i sql/include/allowed.sql
 -- the functions 1.2 adds; a few of 1.0 and 1.1, one per tier
 \set fn_1_2 '{queue_cron_next,queue_tick,queue_schedule_set,queue_schedule_list,queue_schedule_remove}'
 \set fn_tiers '{queue_push,queue_push_many,queue_reserve,queue_delete_many,queue_retry_failed,queue_pause}'

@@ -2,8 +2,10 @@
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
+\i sql/include/queued.sql
+
 -- a due job is returned at once, wait or not
-SELECT queue_push('w1', queue => 'wq') > 0 AS pushed;
+SELECT pg_temp.queued(queue_push('w1', queue => 'wq')) AS pushed;
 SELECT name FROM queue_reserve('{wq}', wait => '5 seconds');
 
 -- nothing due: waits, then returns the empty set
@@ -13,7 +15,7 @@ SELECT count(*) AS claimed FROM queue_reserve('{wq}', wait => '0.2 seconds');
 SELECT count(*) AS claimed FROM queue_reserve('{wq}');
 
 -- a delayed job falling due during the wait is claimed by it
-SELECT queue_push('w2', queue => 'wq', delay => '0.3 seconds') > 0 AS pushed;
+SELECT pg_temp.queued(queue_push('w2', queue => 'wq', delay => '0.3 seconds')) AS pushed;
 SELECT name FROM queue_reserve('{wq}', wait => '5 seconds');
 
 -- NULL means the default (no wait)

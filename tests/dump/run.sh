@@ -37,9 +37,8 @@ SRC10=jq_dump_src10_$$
 DST10=jq_dump_dst10_$$
 WORK=$(mktemp -d /tmp/jq-dump.XXXXXX)
 SELFTEST=${JQ_DUMP_SELFTEST:-0}
-started=$SECONDS
-passed=0
-failed=0
+CHECKS_SUITE=dump
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.bash"
 
 cleanup() {
     for d in "$SRC" "$DST" "$DSTP" "$SRC10" "$DST10"; do
@@ -49,23 +48,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-check() { # check NAME t|f [detail]
-    if [[ $2 == t || $2 == true ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1${3:+: $3}"
-    fi
-}
-finish() {
-    echo "dump: $((SECONDS - started))s"
-    echo "$passed passed, $failed failed"
-    (( failed == 0 ))
-    exit
-}
-die() { check "$1" f "${2:-}"; finish; }
 
 # ================================================== scenario A: 1.1 in public
 createdb "$SRC" || die "create source database"

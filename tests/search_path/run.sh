@@ -42,9 +42,8 @@ DB=jq_search_path_$$
 ROLE=jq_sp_role_$$
 WORK=$(mktemp -d /tmp/jq-sp.XXXXXX)
 SELFTEST=${JQ_SP_SELFTEST:-0}
-started=$SECONDS
-passed=0
-failed=0
+CHECKS_SUITE=search_path
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/checks.bash"
 
 cleanup() {
     dropdb --if-exists --force "$DB" >/dev/null 2>&1 || true
@@ -53,22 +52,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-check() { # check NAME t|f [detail]
-    if [[ $2 == t || $2 == true ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1${3:+: $3}"
-    fi
-}
-finish() {
-    echo "search_path: $((SECONDS - started))s"
-    echo "$passed passed, $failed failed"
-    (( failed == 0 ))
-    exit
-}
 
 createdb "$DB" || { check "create database" f; finish; }
 q -d postgres -c "CREATE ROLE $ROLE NOLOGIN" || { check "create role" f; finish; }

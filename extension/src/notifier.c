@@ -271,14 +271,23 @@ OnNotifierTransactionEnd(XactEvent event, void *arg)
 		Sender	   *sender = &notifier->senders[held_sender];
 		bool		restart = false;
 
+		bool		newly_pending = false;
+
 		SpinLockAcquire(&notifier->mutex);
 		if (event == XACT_EVENT_COMMIT)
 			foreach(cell, skipped_slots)
-				notifier->queues[lfirst_int(cell)].pending = true;
+			{
+				QueueSlot  *q = &notifier->queues[lfirst_int(cell)];
+
+				newly_pending |= !q->pending;
+				q->pending = true;
+			}
 		if (sender->state == SENDER_RUNNING && sender->database == MyDatabaseId)
 		{
 			sender->in_flight--;
-			latch = sender->latch;
+			/* a queue already pending is the sender's to send: no need to wake it again */
+			if (newly_pending)
+				latch = sender->latch;
 		}
 		else if (event == XACT_EVENT_COMMIT && sender->state == SENDER_FREE)
 		{

@@ -35,7 +35,8 @@ OBJS = \
 	extension/src/schedules.o \
 	extension/src/ticker.o \
 	extension/src/waiting.o \
-	extension/src/duehint.o
+	extension/src/duehint.o \
+	extension/src/claimpos.o
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 

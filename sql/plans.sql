@@ -16,7 +16,7 @@ CREATE FUNCTION jq_plans.hot_path_statements(schema regnamespace)
 RETURNS TABLE (statement text, version text, prepare_sql text, execute_sql text)
 AS 'jobqueue', 'jobqueue_hot_path_statements' LANGUAGE C STRICT;
 
--- The scan and sort nodes of each hot statement's generic plan, one line
+-- The scan and sort nodes (and index conditions) of each hot statement's generic plan, one line
 -- per statement and version.
 CREATE FUNCTION jq_plans.shapes() RETURNS TABLE (statement text, version text, shape text)
 LANGUAGE plpgsql AS $fn$
@@ -34,7 +34,7 @@ BEGIN
         EXECUTE s.prepare_sql;
         nodes := '{}';
         FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || s.execute_sql LOOP
-            IF line ~ '(Scan|Sort)' THEN
+            IF line ~ '(Scan|Sort|Index Cond)' THEN
                 nodes := nodes || regexp_replace(btrim(line), '^->\s*', '');
             END IF;
         END LOOP;

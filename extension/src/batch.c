@@ -296,6 +296,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	for (int row = 0; row < count; row++)
 	{
 		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
+		NoteJobSpecClaimable(call, &specs[first + row], ids[first + row]);
 		if (specs[first + row].available_at <= now)
 			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
 	}

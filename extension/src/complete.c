@@ -28,7 +28,7 @@ PG_FUNCTION_INFO_V1(jobqueue_extend);
 /* Columns of PLAN_LOCK_CLAIMED. */
 enum
 {
-	LOCKED_ATTEMPTS = 1, LOCKED_MAX_ATTEMPTS, LOCKED_QUEUE
+	LOCKED_ATTEMPTS = 1, LOCKED_MAX_ATTEMPTS, LOCKED_QUEUE, LOCKED_PRIORITY
 };
 
 /*
@@ -111,6 +111,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	Datum		args[5];
 	int32		attempts;
 	int32		max_attempts;
+	int32		priority;
 	text	   *queue;
 	TimestampTz available_at;
 
@@ -125,6 +126,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	attempts = SpiInt32(0, LOCKED_ATTEMPTS);
 	max_attempts = SpiInt32(0, LOCKED_MAX_ATTEMPTS);
 	queue = SpiTextCopy(0, LOCKED_QUEUE);
+	priority = SpiInt32(0, LOCKED_PRIORITY);
 
 	if (attempts >= max_attempts)
 	{
@@ -142,7 +144,12 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	if (SPI_processed != 1)
 		return false;
 	if (available_at <= call->now)
+	{
+		ClaimPosition position = {priority, available_at, id};
+
 		*due_queue = queue;
+		NoteClaimable(queue, &position);
+	}
 	return true;
 }
 

@@ -114,7 +114,14 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 		List	   *queues = NIL;
 
 		for (uint64 row = 0; row < (uint64) moved; row++)
-			queues = AddWakeQueue(queues, SpiTextCopy(row, 1));	/* RETURNING queue */
+		{
+			/* RETURNING queue, priority, id; due now */
+			ClaimPosition position = {SpiInt32(row, 2), call.now, SpiInt8(row, 3)};
+			text	   *queue = SpiTextCopy(row, 1);
+
+			queues = AddWakeQueue(queues, queue);
+			NoteClaimable(queue, &position);
+		}
 		WakeQueuesThatWantIt(&call, queues);
 	}
 	SPI_finish();

@@ -22,9 +22,13 @@ _PG_init(void)
 	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
 	JobqueueDefineDueHint();
 	JobqueueInstallPlannerHook();
+	JobqueueDefineClaimPositions();
 	JobqueueDefineNotifier(process_shared_preload_libraries_in_progress);
 	if (process_shared_preload_libraries_in_progress)
+	{
 		JobqueueRequestWaiting();
+		JobqueueRequestClaimPositions();
+	}
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */
 	MarkGUCPrefixReserved("jobqueue");
 }

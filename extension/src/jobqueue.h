@@ -29,6 +29,7 @@
  *   ticker.c    - the background ticker (with shared_preload_libraries)
  *   waiting.c   - shared memory: queue_reserve's wait
  *   duehint.c   - shared memory: skipping the due-probe
+ *   claimpos.c  - shared memory: where a queue's claims start their search
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
@@ -124,6 +125,8 @@ typedef enum QueuePlanId
 	PLAN_FIND_EXPIRED_READY,
 	PLAN_NEXT_DUE,
 	PLAN_FAIL_EXPIRED,
+	PLAN_CLAIM_CANDIDATES_FROM,
+	PLAN_CLAIM_CANDIDATES_BELOW,
 	PLAN_LOCK_CLAIMED_MANY,
 	PLAN_DELETE_IDS,
 	PLAN_CANCEL,
@@ -158,6 +161,14 @@ typedef enum ClaimedColumn
 	CLAIMED_LAST_ERROR,
 	CLAIMED_DEADLINE			/* since 1.1 */
 } ClaimedColumn;
+
+/* Columns of the claim candidates (PLAN_CLAIM_CANDIDATES and its _FROM, _BELOW). */
+typedef enum ClaimCandidateColumn
+{
+	CANDIDATE_ID = 1,
+	CANDIDATE_PRIORITY,
+	CANDIDATE_AVAILABLE_AT
+} ClaimCandidateColumn;
 
 extern SPIPlanPtr QueuePlan(const JqCall *call, QueuePlanId id);
 extern const char *QueueSchemaQuoted(Oid schema);
@@ -224,6 +235,7 @@ typedef struct JobSpec
 extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
+extern void NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id);
 
 /* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
 extern void JobqueueRequestWaiting(void);
@@ -245,6 +257,32 @@ extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz n
 /* hotpath.c: hot-path statements keep index plans whatever the statistics */
 #define JQ_HOT_PATH_MARK "/* jobqueue hot path */ "
 extern void JobqueueInstallPlannerHook(void);
+
+/* claimpos.c: where a queue's claims start their search (with preload) */
+typedef struct ClaimPosition
+{
+	int32		priority;
+	TimestampTz available_at;
+	int64		id;
+} ClaimPosition;
+
+typedef struct ClaimStart
+{
+	int			slot;			/* -1: the queue has no position */
+	uint64		generation;		/* of the queue's position when read */
+	bool		from_position;	/* search from "at"; else from the head */
+	ClaimPosition at;
+} ClaimStart;
+
+extern void JobqueueDefineClaimPositions(void);
+extern void JobqueueRequestClaimPositions(void);
+extern bool ClaimPositionsUsable(const JqCall *call);
+extern bool ClaimPositionBefore(const ClaimPosition *a, const ClaimPosition *b);
+extern void ReadClaimStart(text *queue, ClaimStart *start);
+extern void IncludeOwnMoves(ClaimStart *start);
+extern void NoteClaimed(const ClaimStart *start, const ClaimPosition *first,
+						const ClaimPosition *last);
+extern void NoteClaimable(text *queue, const ClaimPosition *position);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

@@ -85,6 +85,12 @@ typedef struct QueuePlanDef
 #define NOT_PAUSED \
 	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $1 AND s.paused)"
 
+/* A ready job of queue $1 a 1.1 claim may take at $2: not expired, queue not paused. */
+#define CLAIMABLE_NOW "(deadline IS NULL OR deadline > $2) AND " NOT_PAUSED
+
+/* Claim candidates, with their claim positions (ClaimCandidateColumn). */
+#define CANDIDATE_COLUMNS "id, priority, available_at"
+
 /* The job's last error on a line of its own, when it has one. */
 #define WITH_LAST_ERROR \
 	"CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error ELSE '' END"
@@ -165,7 +171,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * search relied on.
 	 */
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
 		" WHERE ready AND queue = $1 AND available_at <= $2"
 		" ORDER BY priority DESC, available_at, id"
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
@@ -188,7 +194,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		2, {INT8OID, INT8OID}
 	},
 	[PLAN_LOCK_CLAIMED][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "SELECT attempts, max_attempts, queue FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT attempts, max_attempts, queue, priority FROM @S@.queue_jobs"
 		" WHERE id = $1 AND token = $2 FOR UPDATE",
 		2, {INT8OID, INT8OID}
 	},
@@ -336,7 +342,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * (ready, or their lease ran out): those are failed as expired.
 	 */
 	[PLAN_FIND_DUE][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2"
+		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
+		"  queue, priority, available_at"
 		" FROM @S@.queue_jobs"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
@@ -380,12 +387,31 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* As the 1.0 claim, skipping paused queues and expired jobs. */
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs"
-		" WHERE ready AND queue = $1 AND available_at <= $2"
-		"   AND (deadline IS NULL OR deadline > $2) AND " NOT_PAUSED
+		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
+		" WHERE ready AND queue = $1 AND available_at <= $2 AND " CLAIMABLE_NOW
 		" ORDER BY priority DESC, available_at, id"
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
+	},
+	/*
+	 * The search from a claim position (claimpos.c): the rest of the
+	 * position's priority from the position on, then the lower priorities
+	 * from their head.  Both are ranges of the claim index.
+	 */
+	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_1] = {
+		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
+		" WHERE ready AND queue = $1 AND priority = $4 AND (available_at, id) >= ($5, $6)"
+		"   AND available_at <= $2 AND " CLAIMABLE_NOW
+		" ORDER BY available_at, id"
+		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}
+	},
+	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_1] = {
+		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
+		" WHERE ready AND queue = $1 AND priority < $4 AND available_at <= $2 AND " CLAIMABLE_NOW
+		" ORDER BY priority DESC, available_at, id"
+		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID}
 	},
 	/* $4 NULL: the queue's default lease, or 60 seconds. */
 	[PLAN_CLAIM_UPDATE][JQ_API_1_1] = {
@@ -415,13 +441,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_RETRY_FAILED_ONE][JQ_API_1_1] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
-		")" RETRY_INSERT " RETURNING queue",
+		")" RETRY_INSERT " RETURNING queue, priority, id",
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
 	[PLAN_RETRY_FAILED_ALL][JQ_API_1_1] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
-		")" RETRY_INSERT " RETURNING queue",
+		")" RETRY_INSERT " RETURNING queue, priority, id",
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
 
@@ -539,6 +565,8 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_FIND_EXPIRED_READY] = "find_expired_ready",
 	[PLAN_NEXT_DUE] = "next_due",
 	[PLAN_FAIL_EXPIRED] = "fail_expired",
+	[PLAN_CLAIM_CANDIDATES_FROM] = "claim_candidates_from",
+	[PLAN_CLAIM_CANDIDATES_BELOW] = "claim_candidates_below",
 	[PLAN_LOCK_CLAIMED_MANY] = "lock_claimed_many",
 	[PLAN_DELETE_IDS] = "delete_ids",
 	[PLAN_CANCEL] = "cancel",

@@ -41,6 +41,16 @@ NoteJobSpecDue(const JobSpec *job, TimestampTz now)
 		NoteJobDueAt(job->deadline);
 }
 
+/* An inserted job that is claimable now may come before its queue's claim position. */
+void
+NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id)
+{
+	ClaimPosition position = {job->priority, job->available_at, id};
+
+	if (job->available_at <= call->now && JqCallSince(call, JQ_API_1_1))
+		NoteClaimable(job->queue, &position);
+}
+
 /* The columns the push plans return: the id and (since 1.1) wants_wakeups. */
 enum
 {
@@ -86,9 +96,12 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 					 values, nulls, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 		{
+			int64		id = SpiInt8(0, PUSHED_ID);
+
 			if (returns_wake)
 				*wake = SpiBool(0, PUSHED_WANTS_WAKEUPS);
-			return SpiInt8(0, PUSHED_ID);
+			NoteJobSpecClaimable(call, job, id);
+			return id;
 		}
 		if (job->unique_key == NULL)
 			elog(ERROR, "jobqueue: an insert without a unique key inserted nothing");

@@ -57,17 +57,26 @@ ArgQueues(FunctionCallInfo fcinfo, int argno, Datum **elems, int *count)
 	return queues;
 }
 
-/* Position of a claimed id in claim order, for putting the batch in order. */
+/* A candidate's place in the batch, for putting the claimed rows in claim order. */
 typedef struct ClaimSlot
 {
 	int64		id;				/* first: sorted with CompareLeadingIds */
-	int			position;
+	int			position;		/* in the batch, in claim order */
 } ClaimSlot;
 
-/* Columns of the due-probe (PLAN_FIND_DUE): expired only since 1.1. */
+/* The candidates of one queue, in claim order. */
+typedef struct Candidates
+{
+	int			count;
+	Datum	   *ids;
+	ClaimPosition *positions;	/* each one's claim position */
+	ClaimSlot  *slots;			/* sorted by id */
+} Candidates;
+
+/* Columns of the due-probe (PLAN_FIND_DUE): those after exhausted only since 1.1. */
 enum
 {
-	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED
+	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED, DUE_QUEUE, DUE_PRIORITY, DUE_AVAILABLE_AT
 };
 
 /* Move the jobs with these ids to the failed table with plan's error. */
@@ -176,7 +185,17 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 		else if (SpiBool(row, DUE_EXHAUSTED))
 			exhausted_ids[exhausted_count++] = id;
 		else
+		{
 			ready_ids[ready_count++] = id;
+			if (since_1_1)
+			{
+				ClaimPosition position = {SpiInt32(row, DUE_PRIORITY),
+										  SpiTimestampTz(row, DUE_AVAILABLE_AT),
+										  DatumGetInt64(id)};
+
+				NoteClaimable(SpiTextCopy(row, DUE_QUEUE), &position);
+			}
+		}
 	}
 
 	if (ready_count > 0)
@@ -196,35 +215,59 @@ typedef struct ClaimTerms
 } ClaimTerms;
 
 /*
- * Lock up to limit ready jobs of queue in claim order; their ids go to
- * *ids and their claim positions, sorted by id, to *slots.  Returns how
- * many were found.
+ * Run one candidate search and append its rows (in claim order) to the
+ * candidates.
  */
-static int
-FindClaimCandidates(const JqCall *call, Datum queue, int limit, Datum **ids,
-					ClaimSlot **slots)
+static void
+AddCandidates(const JqCall *call, QueuePlanId plan, Datum *args, Candidates *found)
 {
-	Datum		args[3];
-	int			count;
+	QueueExecute(call, plan, args, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		int			i = found->count++;
 
+		found->positions[i].id = SpiInt8(row, CANDIDATE_ID);
+		found->positions[i].priority = SpiInt32(row, CANDIDATE_PRIORITY);
+		found->positions[i].available_at = SpiTimestampTz(row, CANDIDATE_AVAILABLE_AT);
+		found->ids[i] = Int64GetDatum(found->positions[i].id);
+		found->slots[i].id = found->positions[i].id;
+		found->slots[i].position = i;
+	}
+}
+
+/*
+ * Lock up to limit ready jobs of queue in claim order, searching from the
+ * head or, when start says so, from the queue's claim position: the rest
+ * of its priority, then the lower priorities.
+ */
+static void
+FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart *start,
+					Candidates *found)
+{
+	Datum		args[6];
+
+	found->count = 0;
+	found->ids = palloc(sizeof(Datum) * limit);
+	found->positions = palloc(sizeof(ClaimPosition) * limit);
+	found->slots = palloc(sizeof(ClaimSlot) * limit);
 	args[0] = queue;
 	args[1] = TimestampTzGetDatum(call->now);
 	args[2] = Int32GetDatum(limit);
-	QueueExecute(call, PLAN_CLAIM_CANDIDATES, args, NULL, SPI_OK_SELECT);
-	count = (int) SPI_processed;
-	if (count == 0)
-		return 0;
-
-	*ids = palloc(sizeof(Datum) * count);
-	*slots = palloc(sizeof(ClaimSlot) * count);
-	for (int i = 0; i < count; i++)
+	if (start == NULL || !start->from_position)
+		AddCandidates(call, PLAN_CLAIM_CANDIDATES, args, found);
+	else
 	{
-		(*slots)[i].id = SpiInt8(i, 1);	/* its only column, the id */
-		(*slots)[i].position = i;
-		(*ids)[i] = Int64GetDatum((*slots)[i].id);
+		args[3] = Int32GetDatum(start->at.priority);
+		args[4] = TimestampTzGetDatum(start->at.available_at);
+		args[5] = Int64GetDatum(start->at.id);
+		AddCandidates(call, PLAN_CLAIM_CANDIDATES_FROM, args, found);
+		if (found->count < limit)
+		{
+			args[2] = Int32GetDatum(limit - found->count);
+			AddCandidates(call, PLAN_CLAIM_CANDIDATES_BELOW, args, found);
+		}
 	}
-	qsort(*slots, count, sizeof(ClaimSlot), CompareLeadingIds);
-	return count;
+	qsort(found->slots, found->count, sizeof(ClaimSlot), CompareLeadingIds);
 }
 
 /*
@@ -256,36 +299,45 @@ ClaimCandidates(const JqCall *call, Datum queue, Datum *ids, int count,
 
 /*
  * Add the rows the claim's UPDATE returned to the call's result, in claim
- * order (UPDATE returns them in storage order).  Columns the caller's
- * queue_job has beyond ours stay NULL.
+ * order (UPDATE returns them in storage order), and tell the claim
+ * position which jobs were claimed.  Columns the caller's queue_job has
+ * beyond ours stay NULL.
  */
 static void
-AddClaimedInClaimOrder(const JqCall *call, ClaimSlot *slots, int count)
+AddClaimedInClaimOrder(const JqCall *call, const Candidates *found, const ClaimStart *start)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
 	int			columns = Max(rsinfo->setDesc->natts, SPI_tuptable->tupdesc->natts);
-	HeapTuple  *claimed = palloc0(sizeof(HeapTuple) * count);
+	HeapTuple  *claimed = palloc0(sizeof(HeapTuple) * found->count);
 	Datum	   *values = palloc(sizeof(Datum) * columns);
 	bool	   *nulls = palloc(sizeof(bool) * columns);
+	int			first = -1;
+	int			last = -1;
 
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		ClaimSlot	key = {SpiInt8(row, CLAIMED_ID), 0};
-		ClaimSlot  *slot = bsearch(&key, slots, count, sizeof(ClaimSlot), CompareLeadingIds);
+		ClaimSlot  *slot = bsearch(&key, found->slots, found->count, sizeof(ClaimSlot),
+								   CompareLeadingIds);
 
 		if (slot == NULL)
 			elog(ERROR, "jobqueue: claimed job " INT64_FORMAT " was not a candidate", key.id);
 		claimed[slot->position] = SPI_tuptable->vals[row];
 	}
-	for (int i = 0; i < count; i++)
+	for (int i = 0; i < found->count; i++)
 	{
 		if (claimed[i] == NULL)
 			continue;
+		if (first < 0)
+			first = i;
+		last = i;
 		memset(values, 0, sizeof(Datum) * columns);
 		memset(nulls, true, sizeof(bool) * columns);
 		heap_deform_tuple(claimed[i], SPI_tuptable->tupdesc, values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	if (start != NULL && first >= 0)
+		NoteClaimed(start, &found->positions[first], &found->positions[last]);
 }
 
 /*
@@ -295,18 +347,25 @@ AddClaimedInClaimOrder(const JqCall *call, ClaimSlot *slots, int count)
 static int
 ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *terms)
 {
-	Datum	   *ids;
-	ClaimSlot  *slots;
-	int			count = FindClaimCandidates(call, queue, limit, &ids, &slots);
+	ClaimStart	start;
+	bool		use_position = ClaimPositionsUsable(call);
+	Candidates	found;
 
-	if (count == 0)
+	/* read before the search's snapshot is taken: see claimpos.c */
+	if (use_position)
+	{
+		ReadClaimStart(DatumGetTextPP(queue), &start);
+		IncludeOwnMoves(&start);
+	}
+	FindClaimCandidates(call, queue, limit, use_position ? &start : NULL, &found);
+	if (found.count == 0)
 		return 0;
-	ClaimCandidates(call, queue, ids, count, terms);
+	ClaimCandidates(call, queue, found.ids, found.count, terms);
 	if (SPI_processed == 0)
 		return 0;
 	/* a claimed job falls due again when its lease ends */
 	NoteJobDueAt(SpiTimestampTz(0, CLAIMED_RESERVED_UNTIL));
-	AddClaimedInClaimOrder(call, slots, count);
+	AddClaimedInClaimOrder(call, &found, use_position ? &start : NULL);
 	return (int) SPI_processed;
 }
 

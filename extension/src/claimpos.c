@@ -1,0 +1,450 @@
+/*-------------------------------------------------------------------------
+ *
+ * claimpos.c
+ *	  The claim position: where a queue's claims start their search.
+ *
+ * A claim searches the claim index (queue, priority DESC, available_at,
+ * id) WHERE ready from its head.  Every job claimed or completed leaves
+ * an index entry there until VACUUM removes it, and while an old snapshot
+ * is held anywhere in the database VACUUM may not: each claim then walks
+ * past every earlier claim's entry, and a queue slows down as it works.
+ *
+ * So, with the library preloaded, each queue has a position in shared
+ * memory: no claimable job of the queue comes before it in claim order.
+ * A claim starts its search there (reserve.c) instead of at the head, and
+ * when it commits, moves the position to the last job it claimed.
+ * Everything that makes a job claimable notes the job's position, and at
+ * its commit moves the queue's position back to it if it is earlier: a
+ * push, a release without delay, a retry of a failed job, a promotion of a
+ * delayed job or of one whose lease ran out; and a claim that rolls back
+ * moves it back to the first job it had claimed.
+ *
+ * Races.  A claim reads the position before its search's snapshot, and
+ * its advance at commit must not undo a move back it could not see.  So
+ * every move back bumps the queue's generation and is kept in a short ring
+ * of recent moves; the advance then lands no further than the earliest
+ * move since the generation the claim read, and not at all if the ring no
+ * longer reaches back that far.  A job locked by something other than a
+ * claim when a claim passes it (plain SQL, or a row lock of the
+ * application's) is behind the position without a move back: so a
+ * position is trusted for at most MAX_AGE after a claim that searched from
+ * the head established it, and the next claim then searches from the
+ * head again.  No job waits longer than that for a claim that would
+ * otherwise have found it.
+ *
+ * Not used without preload, for a 1.0 schema, with a clock offset set in
+ * the session, under REPEATABLE READ or SERIALIZABLE (the snapshot is
+ * older than the position read), or for queues beyond POSITION_SLOTS; the
+ * claim then searches from the head, as it always did.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "mb/pg_wchar.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#define POSITION_SLOTS 256		/* queues (of all databases) with a position */
+#define MOVE_RING 32			/* recent moves back kept per queue */
+#define MAX_AGE_USECS USECS_PER_SEC
+#define QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
+
+typedef struct MoveBack
+{
+	uint64		generation;		/* the generation this move made */
+	ClaimPosition to;
+} MoveBack;
+
+typedef struct PositionSlot
+{
+	Oid			database;		/* InvalidOid: free */
+	char		queue[QUEUE_NAME_BYTES];
+	bool		valid;
+	ClaimPosition at;
+	TimestampTz established;	/* when a search from the head set it */
+	uint64		generation;		/* moves back so far */
+	MoveBack	moves[MOVE_RING];	/* moves[g % MOVE_RING]: the move of generation g */
+} PositionSlot;
+
+typedef struct PositionShared
+{
+	slock_t		mutex;
+	PositionSlot slots[POSITION_SLOTS];
+} PositionShared;
+
+/* What this transaction will do to positions when it ends. */
+typedef struct PendingClaim
+{
+	int			slot;
+	ClaimStart	start;
+	ClaimPosition first;		/* of the jobs it claimed, in claim order */
+	ClaimPosition last;
+} PendingClaim;
+
+typedef struct PendingMove
+{
+	int			slot;
+	ClaimPosition to;
+} PendingMove;
+
+static PositionShared *positions = NULL;
+static bool claim_positions_enabled = true;
+static shmem_request_hook_type previous_shmem_request = NULL;
+static shmem_startup_hook_type previous_shmem_startup = NULL;
+static List *pending_claims = NIL;	/* of PendingClaim *, in TopTransactionContext */
+static List *pending_moves = NIL;	/* of PendingMove * */
+
+static void
+RequestPositions(void)
+{
+	if (previous_shmem_request)
+		previous_shmem_request();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(PositionShared)));
+}
+
+static void
+StartPositions(void)
+{
+	bool		found;
+
+	if (previous_shmem_startup)
+		previous_shmem_startup();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	positions = ShmemInitStruct("jobqueue claim positions", sizeof(PositionShared), &found);
+	if (!found)
+	{
+		memset(positions, 0, sizeof(PositionShared));
+		SpinLockInit(&positions->mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Whether a comes before b in claim order (priority DESC, available_at, id). */
+bool
+ClaimPositionBefore(const ClaimPosition *a, const ClaimPosition *b)
+{
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	if (a->available_at != b->available_at)
+		return a->available_at < b->available_at;
+	return a->id < b->id;
+}
+
+/* The slot of this database's queue, taking a free one; -1 when full.  Mutex held. */
+static int
+FindSlot(const char *queue)
+{
+	uint32		start = hash_combine(hash_bytes_uint32(MyDatabaseId),
+									 hash_bytes((const unsigned char *) queue, strlen(queue)))
+		% POSITION_SLOTS;
+
+	for (int probe = 0; probe < POSITION_SLOTS; probe++)
+	{
+		int			i = (start + probe) % POSITION_SLOTS;
+		PositionSlot *slot = &positions->slots[i];
+
+		if (slot->database == MyDatabaseId && strcmp(slot->queue, queue) == 0)
+			return i;
+		if (slot->database == InvalidOid)
+		{
+			memset(slot, 0, sizeof(PositionSlot));
+			slot->database = MyDatabaseId;
+			strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* Whether this call's claims may use positions (see the header). */
+bool
+ClaimPositionsUsable(const JqCall *call)
+{
+	return positions != NULL && claim_positions_enabled && JqCallSince(call, JQ_API_1_1) &&
+		!QueueClockShifted() && !IsolationUsesXactSnapshot();
+}
+
+/*
+ * Where a claim of queue starts: *start says whether from a position
+ * (from_position) or from the head.  Read before the search's snapshot.
+ */
+void
+ReadClaimStart(text *queue, ClaimStart *start)
+{
+	char	   *name = text_to_cstring(queue);
+	TimestampTz now = GetCurrentTimestamp();
+
+	memset(start, 0, sizeof(ClaimStart));
+	SpinLockAcquire(&positions->mutex);
+	start->slot = FindSlot(name);
+	if (start->slot >= 0)
+	{
+		PositionSlot *slot = &positions->slots[start->slot];
+
+		start->generation = slot->generation;
+		start->from_position = slot->valid && now - slot->established < MAX_AGE_USECS;
+		start->at = slot->at;
+	}
+	SpinLockRelease(&positions->mutex);
+	pfree(name);
+}
+
+/*
+ * A claim starts no later than anything this transaction itself made
+ * claimable in the queue (a promotion just before the search): its search
+ * sees those rows, and must not step over them.
+ */
+void
+IncludeOwnMoves(ClaimStart *start)
+{
+	ListCell   *cell;
+
+	if (!start->from_position)
+		return;
+	foreach(cell, pending_moves)
+	{
+		PendingMove *move = (PendingMove *) lfirst(cell);
+
+		if (move->slot == start->slot && ClaimPositionBefore(&move->to, &start->at))
+			start->at = move->to;
+	}
+}
+
+static void *
+TransactionAlloc(Size size)
+{
+	return MemoryContextAllocZero(TopTransactionContext, size);
+}
+
+/* This transaction claimed jobs first..last (claim order) of start's queue. */
+void
+NoteClaimed(const ClaimStart *start, const ClaimPosition *first, const ClaimPosition *last)
+{
+	PendingClaim *claim;
+	MemoryContext old;
+
+	if (start->slot < 0)
+		return;
+	claim = TransactionAlloc(sizeof(PendingClaim));
+	claim->slot = start->slot;
+	claim->start = *start;
+	claim->first = *first;
+	claim->last = *last;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pending_claims = lappend(pending_claims, claim);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * This transaction made a job of queue claimable at position: the queue's
+ * position moves back to it at commit.  One note per queue is kept, the
+ * earliest.
+ */
+void
+NoteClaimable(text *queue, const ClaimPosition *position)
+{
+	char	   *name;
+	int			slot;
+	ListCell   *cell;
+	PendingMove *move;
+	MemoryContext old;
+
+	if (positions == NULL)
+		return;
+	name = text_to_cstring(queue);
+	SpinLockAcquire(&positions->mutex);
+	slot = FindSlot(name);
+	SpinLockRelease(&positions->mutex);
+	pfree(name);
+	if (slot < 0)
+		return;
+	foreach(cell, pending_moves)
+	{
+		move = (PendingMove *) lfirst(cell);
+		if (move->slot == slot)
+		{
+			if (ClaimPositionBefore(position, &move->to))
+				move->to = *position;
+			return;
+		}
+	}
+	move = TransactionAlloc(sizeof(PendingMove));
+	move->slot = slot;
+	move->to = *position;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	pending_moves = lappend(pending_moves, move);
+	MemoryContextSwitchTo(old);
+}
+
+/* Move slot's position back to "to" (if earlier), as a new generation.  Mutex held. */
+static void
+MoveBackLocked(PositionSlot *slot, const ClaimPosition *to)
+{
+	slot->generation++;
+	slot->moves[slot->generation % MOVE_RING].generation = slot->generation;
+	slot->moves[slot->generation % MOVE_RING].to = *to;
+	if (slot->valid && ClaimPositionBefore(to, &slot->at))
+		slot->at = *to;
+}
+
+/*
+ * A committed claim's advance to "last", no further than any move back
+ * since the generation it read.  Mutex held.
+ */
+static void
+AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
+{
+	ClaimPosition target = claim->last;
+
+	if (slot->generation - claim->start.generation >= MOVE_RING)
+		return;					/* the ring no longer reaches back: stay */
+	for (uint64 g = claim->start.generation + 1; g <= slot->generation; g++)
+	{
+		const MoveBack *move = &slot->moves[g % MOVE_RING];
+
+		if (move->generation == g && ClaimPositionBefore(&move->to, &target))
+			target = move->to;
+	}
+	if (!claim->start.from_position)
+	{
+		/* a search from the head: the position is known afresh */
+		slot->valid = true;
+		slot->at = target;
+		slot->established = now;
+	}
+	else if (slot->valid && ClaimPositionBefore(&slot->at, &target))
+		slot->at = target;
+}
+
+static void
+OnPositionTransactionEnd(XactEvent event, void *arg)
+{
+	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
+	ListCell   *cell;
+	TimestampTz now;
+
+	if (!commit && event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	if (pending_claims == NIL && pending_moves == NIL)
+		return;
+	now = GetCurrentTimestamp();
+	SpinLockAcquire(&positions->mutex);
+	/* the claims first: this transaction's own moves may not be undone by them */
+	foreach(cell, pending_claims)
+	{
+		PendingClaim *claim = (PendingClaim *) lfirst(cell);
+
+		if (commit)
+			AdvanceLocked(&positions->slots[claim->slot], claim, now);
+		else
+			MoveBackLocked(&positions->slots[claim->slot], &claim->first);
+	}
+	if (commit)
+		foreach(cell, pending_moves)
+		{
+			PendingMove *move = (PendingMove *) lfirst(cell);
+
+			MoveBackLocked(&positions->slots[move->slot], &move->to);
+		}
+	SpinLockRelease(&positions->mutex);
+	/* the lists lived in TopTransactionContext, which is going away */
+	pending_claims = NIL;
+	pending_moves = NIL;
+}
+
+/*
+ * A subtransaction that rolls back undoes its claims: they must not
+ * advance at commit.  Turn every claim noted so far into a move back to
+ * its first job (a claim of an outer level that survives is then merely
+ * not advanced, which is safe).
+ */
+static void
+OnPositionSubtransactionEnd(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
+							void *arg)
+{
+	ListCell   *cell;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB || pending_claims == NIL)
+		return;
+	SpinLockAcquire(&positions->mutex);
+	foreach(cell, pending_claims)
+	{
+		PendingClaim *claim = (PendingClaim *) lfirst(cell);
+
+		MoveBackLocked(&positions->slots[claim->slot], &claim->first);
+	}
+	SpinLockRelease(&positions->mutex);
+	pending_claims = NIL;
+}
+
+PG_FUNCTION_INFO_V1(jobqueue_claim_position);
+
+/*
+ * jobqueue_claim_position(queue) returns (trusted, priority, id): the
+ * queue's claim position in this database, for the isolation tests of
+ * claimpos.c.  Not part of the extension's SQL API: a test creates it
+ * from the library.  No row without preload or for a queue with none.
+ */
+Datum
+jobqueue_claim_position(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *queue;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	bool		found = false;
+
+	ArgRequire(fcinfo, 0, "queue");
+	queue = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	InitMaterializedSRF(fcinfo, 0);
+	if (positions == NULL)
+		return (Datum) 0;
+	SpinLockAcquire(&positions->mutex);
+	for (int i = 0; i < POSITION_SLOTS; i++)
+	{
+		PositionSlot *slot = &positions->slots[i];
+
+		if (slot->database != MyDatabaseId || strcmp(slot->queue, queue) != 0 || !slot->valid)
+			continue;
+		values[0] = BoolGetDatum(GetCurrentTimestamp() - slot->established < MAX_AGE_USECS);
+		values[1] = Int32GetDatum(slot->at.priority);
+		values[2] = Int64GetDatum(slot->at.id);
+		found = true;
+	}
+	SpinLockRelease(&positions->mutex);
+	if (found)
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
+
+/* From _PG_init: the setting always exists. */
+void
+JobqueueDefineClaimPositions(void)
+{
+	DefineCustomBoolVariable("jobqueue.claim_positions",
+							 "Whether claims start their search at their queue's claim position.",
+							 "Off: every claim searches its queue from the head, as without preload "
+							 "(for comparisons). Needs jobqueue in shared_preload_libraries.",
+							 &claim_positions_enabled, true, PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+/* From _PG_init while shared_preload_libraries is loaded. */
+void
+JobqueueRequestClaimPositions(void)
+{
+	previous_shmem_request = shmem_request_hook;
+	shmem_request_hook = RequestPositions;
+	previous_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = StartPositions;
+	RegisterXactCallback(OnPositionTransactionEnd, NULL);
+	RegisterSubXactCallback(OnPositionSubtransactionEnd, NULL);
+}

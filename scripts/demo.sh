@@ -16,7 +16,7 @@ source scripts/cluster.sh
 mode=cli
 [[ ${1:-} == --sql ]] && mode=sql
 
-jq_install_deps cmake g++ nlohmann-json3-dev libcli11-dev
+jq_install_deps cmake g++ nlohmann-json3-dev libcli11-dev libhowardhinnant-date-dev
 
 # Quiet builds so the demo output is what is on screen; errors still show.
 make -s PG_CONFIG="$PG_CONFIG"

@@ -131,7 +131,7 @@ trap on_exit EXIT
 source scripts/install-deps.sh
 source scripts/cluster.sh
 
-jq_install_deps cmake g++ nlohmann-json3-dev libgtest-dev libcli11-dev bats python3 python3-psycopg2
+jq_install_deps cmake g++ nlohmann-json3-dev libgtest-dev libcli11-dev libhowardhinnant-date-dev bats python3 python3-psycopg2
 mkdir -p build
 
 echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"

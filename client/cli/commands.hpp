@@ -1,9 +1,16 @@
 // commands.hpp: the subcommands of the jobqueue tool.
+//
+// Each add_*_command builds its subcommands the way CLI11's own examples
+// do: a subcommand's options live in a struct of its own, held by a
+// shared_ptr that its callback captures, so they live exactly as long as
+// the App that owns the callback.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "jobqueue/jobqueue.hpp"
@@ -35,6 +42,29 @@ void add_schedule_command(CLI::App& app, Context& context);  // schedule add|rem
 // Adds --json to a subcommand.
 inline void add_json_flag(CLI::App* command, Context& context) {
     command->add_flag("--json", context.json, "Print JSON instead of a table, for scripts");
+}
+
+// Adds --tries (max_attempts). Left out, nothing is sent and the server's
+// default applies; the server alone judges the value (22023).
+inline void add_tries_option(CLI::App* command, std::optional<int>& tries, const std::string& what) {
+    command->add_option("--tries", tries, "Attempts " + what + " (default: the server's)");
+}
+
+// Prints the outcome of a command: json with --json, else the sentence.
+inline void print_result(const Context& context, const nlohmann::json& json, const std::string& sentence) {
+    std::cout << (context.json ? json.dump() : sentence) << "\n";
+}
+
+// Prints a listing: a JSON array with --json, the words for none when it
+// is empty, else the table print_table writes.
+template <typename Rows, typename PrintTable>
+void print_rows(const Context& context, const Rows& rows, const char* none, PrintTable&& print_table) {
+    if (context.json)
+        std::cout << nlohmann::json(rows).dump() << "\n";
+    else if (rows.empty())
+        std::cout << none << "\n";
+    else
+        print_table();
 }
 
 }  // namespace jobqueue::cli

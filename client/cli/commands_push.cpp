@@ -28,28 +28,13 @@ void draw_progress(size_t done, size_t total) {
               << std::flush;
 }
 
-}  // namespace
+struct PushCommand {
+    std::string name, payload_text, delay, unique, deadline, file;
+    std::optional<std::string> queue;
+    std::optional<int> priority, tries;
 
-void add_push_command(CLI::App& app, Context& context) {
-    auto* push = app.add_subcommand("push", "Queue a job (or one job per line of a JSON-lines file)");
-    static std::string name, payload_text, queue = "default", delay, unique, deadline, file;
-    static int priority = 0, tries = 3;
-    push->add_option("NAME", name, "The job's name")->required();
-    push->add_option("JSON", payload_text, "The payload, as JSON; - reads it from stdin (default {})");
-    push->add_option("--queue", queue, "Queue (default: default)");
-    push->add_option("--delay", delay, "Not before this long from now: 30s, 5m, 2h, 1d");
-    push->add_option("--priority", priority, "Higher is claimed first (default 0)");
-    push->add_option("--unique", unique, "Unique key: a job already holding it is returned instead");
-    push->add_option("--tries", tries, "Attempts it gets (default 3)");
-    push->add_option("--deadline", deadline, "Fail it if not run by then: a time (2030-01-31T12:00Z) or 1h from now");
-    push->add_option("--file", file, "Push one job per line of this JSON-lines file (each line the payload)");
-    add_json_flag(push, context);
-    push->footer(
-        "Examples:\n"
-        "  jobqueue push send_email '{\"to\": \"ada@example.com\"}' --queue email\n"
-        "  echo '{\"file\": \"a.png\"}' | jobqueue push resize - --delay 30s --priority 5\n"
-        "  jobqueue push import_row --file rows.jsonl --queue imports" "\n");
-    push->callback([&context] {
+    // The options of every job pushed, checked before connecting.
+    [[nodiscard]] PushOptions push_options() const {
         PushOptions options;
         options.queue = queue;
         if (!delay.empty()) options.delay = parse_duration(delay, "--delay");
@@ -57,51 +42,77 @@ void add_push_command(CLI::App& app, Context& context) {
         if (!unique.empty()) options.unique_key = unique;
         options.max_attempts = tries;
         if (!deadline.empty()) options.deadline = parse_time(deadline, "--deadline", true);
+        return options;
+    }
+};
 
-        if (!file.empty()) {
-            if (!payload_text.empty()) throw UsageError("push: give a JSON payload or --file, not both");
-            if (!unique.empty()) throw UsageError("push: --unique cannot apply to every line of --file");
-            std::ifstream in(file);
-            if (!in) throw UsageError("push: cannot read " + file);
-            std::vector<NewJob> jobs;
-            std::string line;
-            for (size_t number = 1; std::getline(in, line); ++number) {
-                if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-                jobs.push_back({name, parse_payload(line, file + ":" + std::to_string(number)), options});
-            }
-            auto client = context.connect();
-            bool progress = isatty(STDERR_FILENO) && !context.json;
-            // one transaction: a failed push leaves nothing of the file queued
-            client.execute("BEGIN");
-            size_t pushed = 0;
-            for (size_t start = 0; start < jobs.size(); start += kBatchSize) {
-                std::vector<NewJob> batch(jobs.begin() + start,
-                                          jobs.begin() + std::min(jobs.size(), start + kBatchSize));
-                pushed += client.push_many(batch).size();
-                if (progress) draw_progress(pushed, jobs.size());
-            }
-            client.execute("COMMIT");
-            if (progress) std::cerr << "\n";
-            if (context.json)
-                std::cout << nlohmann::json{{"pushed", pushed}}.dump() << "\n";
-            else
-                std::cout << "pushed " << pushed << " jobs to " << queue << "\n";
-            return;
-        }
+// One job per line of the file, all in one transaction: a failed push
+// leaves nothing of the file queued.
+void push_file(const Context& context, const PushCommand& o, const PushOptions& options) {
+    if (!o.payload_text.empty()) throw UsageError("push: give a JSON payload or --file, not both");
+    if (!o.unique.empty()) throw UsageError("push: --unique cannot apply to every line of --file");
+    std::ifstream in(o.file);
+    if (!in) throw UsageError("push: cannot read " + o.file);
+    std::vector<NewJob> jobs;
+    std::string line;
+    for (size_t number = 1; std::getline(in, line); ++number) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        jobs.push_back({o.name, parse_payload(line, o.file + ":" + std::to_string(number)), options});
+    }
+    auto client = context.connect();
+    bool progress = isatty(STDERR_FILENO) && !context.json;
+    client.execute("BEGIN");
+    size_t pushed = 0;
+    for (size_t start = 0; start < jobs.size(); start += kBatchSize) {
+        std::vector<NewJob> batch(jobs.begin() + start, jobs.begin() + std::min(jobs.size(), start + kBatchSize));
+        pushed += client.push_many(batch).size();
+        if (progress) draw_progress(pushed, jobs.size());
+    }
+    client.execute("COMMIT");
+    if (progress) std::cerr << "\n";
+    print_result(context, {{"pushed", pushed}},
+                 "pushed " + std::to_string(pushed) + " jobs to " + o.queue.value_or("the default queue"));
+}
 
-        std::string text = payload_text.empty() ? "{}" : payload_text;
-        if (payload_text == "-") {
-            std::stringstream all;
-            all << std::cin.rdbuf();
-            text = all.str();
-        }
-        auto payload = parse_payload(text, "payload");
-        auto client = context.connect();
-        auto id = client.push(name, payload, options);
-        if (context.json)
-            std::cout << nlohmann::json{{"id", id}}.dump() << "\n";
+void push_one(const Context& context, const PushCommand& o, const PushOptions& options) {
+    std::string text = o.payload_text.empty() ? "{}" : o.payload_text;
+    if (o.payload_text == "-") {
+        std::stringstream all;
+        all << std::cin.rdbuf();
+        text = all.str();
+    }
+    auto payload = parse_payload(text, "payload");
+    auto client = context.connect();
+    auto id = client.push(o.name, payload, options);
+    print_result(context, {{"id", id}}, std::to_string(id));
+}
+
+}  // namespace
+
+void add_push_command(CLI::App& app, Context& context) {
+    auto* push = app.add_subcommand("push", "Queue a job (or one job per line of a JSON-lines file)");
+    auto o = std::make_shared<PushCommand>();
+    push->add_option("NAME", o->name, "The job's name")->required();
+    push->add_option("JSON", o->payload_text, "The payload, as JSON; - reads it from stdin (default {})");
+    push->add_option("--queue", o->queue, "Queue (default: the server's)");
+    push->add_option("--delay", o->delay, "Not before this long from now: 30s, 5m, 2h, 1d");
+    push->add_option("--priority", o->priority, "Higher is claimed first (default: the server's)");
+    push->add_option("--unique", o->unique, "Unique key: a job already holding it is returned instead");
+    add_tries_option(push, o->tries, "it gets");
+    push->add_option("--deadline", o->deadline, "Fail it if not run by then: a time (2030-01-31T12:00Z) or 1h from now");
+    push->add_option("--file", o->file, "Push one job per line of this JSON-lines file (each line the payload)");
+    add_json_flag(push, context);
+    push->footer(
+        "Examples:\n"
+        "  jobqueue push send_email '{\"to\": \"ada@example.com\"}' --queue email\n"
+        "  echo '{\"file\": \"a.png\"}' | jobqueue push resize - --delay 30s --priority 5\n"
+        "  jobqueue push import_row --file rows.jsonl --queue imports" "\n");
+    push->callback([&context, o] {
+        auto options = o->push_options();
+        if (o->file.empty())
+            push_one(context, *o, options);
         else
-            std::cout << id << "\n";
+            push_file(context, *o, options);
     });
 }
 

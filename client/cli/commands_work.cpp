@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "run_command.hpp"
+#include "utf8.hpp"
 
 namespace jobqueue::cli {
 
@@ -41,21 +42,54 @@ Outcome run_job(const std::string& command, const Job& job) {
     return Outcome::fail(reason);
 }
 
+struct WorkCommand {
+    std::string queues, command, lease, poll, grace = "30s";
+    int concurrency = 1;
+    bool quiet = false;
+
+    [[nodiscard]] WorkerOptions worker_options(const Context& context) const {
+        WorkerOptions options;
+        options.connection = {context.dsn, context.schema};
+        options.queues = split_queues(queues);
+        options.threads = concurrency;
+        if (!lease.empty()) options.lease = parse_duration(lease, "--lease");
+        if (!poll.empty()) options.poll_interval = parse_duration(poll, "--poll");
+        options.grace_period = parse_duration(grace, "--grace");
+        try {
+            options.validate();
+        } catch (const InvalidArgument& e) {
+            throw UsageError(std::string(e.what()).substr(std::string("jobqueue: ").size()));
+        }
+        return options;
+    }
+};
+
+void log_outcome(const Job& job, const Outcome& outcome) {
+    const char* word = outcome.kind() == Outcome::Kind::done    ? "done"
+                       : outcome.kind() == Outcome::Kind::retry ? "retry"
+                                                                : "failed";
+    std::cerr << "jobqueue work: job " << job.id << " (" << job.name << ", attempt " << job.attempts << ") " << word
+              << (outcome.message().empty() ? "" : ": " + utf8::prefix(outcome.message(), 200)) << "\n";
+}
+
 }  // namespace
 
 void add_work_command(CLI::App& app, Context& context) {
     auto* work = app.add_subcommand("work", "Run a shell command for every job of some queues");
-    static std::string queues = "default", command, lease = "60s", poll = "1s", grace = "30s";
-    static int concurrency = 1;
-    static bool quiet = false;
-    work->add_option("--queues", queues, "Queues in precedence order, comma-separated (default: default)");
-    work->add_option("--exec", command, "Shell command run per job: payload on stdin, job in JOBQUEUE_JOB_* variables")
+    auto o = std::make_shared<WorkCommand>();
+    const WorkerOptions defaults;
+    work->add_option("--queues", o->queues, "Queues in precedence order, comma-separated (default: the server's)");
+    work->add_option("--exec", o->command, "Shell command run per job: payload on stdin, job in JOBQUEUE_JOB_* variables")
         ->required();
-    work->add_option("--concurrency", concurrency, "Jobs run at once (default 1)")->check(CLI::Range(1, 256));
-    work->add_option("--lease", lease, "Lease of a claim, renewed while the command runs (default 60s)");
-    work->add_option("--poll", poll, "Longest wait between claims when idle (default 1s)");
-    work->add_option("--grace", grace, "On SIGINT/SIGTERM, how long running commands may finish (default 30s)");
-    work->add_flag("--quiet", quiet, "Do not log each job on stderr");
+    work->add_option("--concurrency", o->concurrency, "Jobs run at once (default 1)")
+        ->check(CLI::Range(1, WorkerOptions::max_threads));
+    work->add_option("--lease", o->lease,
+                     "Lease of a claim, renewed while the command runs (default " + duration_text(defaults.lease) + ")");
+    work->add_option("--poll", o->poll,
+                     "Longest wait between claims when idle (default " + duration_text(defaults.poll_interval) + ")");
+    work->add_option("--grace", o->grace,
+                     "On SIGINT/SIGTERM, how long running commands may finish (default " + o->grace + ")");
+    work->add_flag("--quiet", o->quiet, "Do not log each job on stderr");
     add_json_flag(work, context);
     work->footer(
         "Exit status of the command: 0 completes the job, 75 (EX_TEMPFAIL) retries it with backoff,\n"
@@ -63,36 +97,20 @@ void add_work_command(CLI::App& app, Context& context) {
         "is retried. Environment: JOBQUEUE_JOB_ID, JOBQUEUE_JOB_NAME, JOBQUEUE_JOB_QUEUE,\n"
         "JOBQUEUE_JOB_ATTEMPT, JOBQUEUE_JOB_MAX_ATTEMPTS.\n\n"
         "Example:\n  jobqueue work --queues email,default --exec './send-mail.sh' --concurrency 4" "\n");
-    work->callback([&context] {
-        WorkerOptions options;
-        options.connection = {context.dsn, context.schema};
-        options.queues = split_queues(queues);
-        options.threads = concurrency;
-        options.lease = parse_duration(lease, "--lease");
-        options.poll_interval = parse_duration(poll, "--poll");
-        options.grace_period = parse_duration(grace, "--grace");
-        try {
-            options.validate();
-        } catch (const InvalidArgument& e) {
-            throw UsageError(std::string(e.what()).substr(std::string("jobqueue: ").size()));
-        }
+    work->callback([&context, o] {
+        auto options = o->worker_options(context);
         // Fail fast on a bad connection rather than retrying forever.
         (void)context.connect();
 
         Worker worker(options);
-        worker.on_any([](const Job& job, JobContext&) {
-            auto outcome = run_job(command, job);
-            if (!quiet) {
-                const char* word = outcome.kind() == Outcome::Kind::done    ? "done"
-                                   : outcome.kind() == Outcome::Kind::retry ? "retry"
-                                                                            : "failed";
-                std::cerr << "jobqueue work: job " << job.id << " (" << job.name << ", attempt " << job.attempts
-                          << ") " << word << (outcome.message().empty() ? "" : ": " + outcome.message().substr(0, 200))
-                          << "\n";
-            }
+        worker.on_any([o](const Job& job, JobContext&) {
+            auto outcome = run_job(o->command, job);
+            if (!o->quiet) log_outcome(job, outcome);
             return outcome;
         });
-        if (!quiet) std::cerr << "jobqueue work: waiting for jobs on " << queues << " (Ctrl-C to stop)\n";
+        if (!o->quiet)
+            std::cerr << "jobqueue work: waiting for jobs on " << (o->queues.empty() ? "the default queue" : o->queues)
+                      << " (Ctrl-C to stop)\n";
         worker.run_until_signal();
         auto c = worker.counters();
         if (context.json)

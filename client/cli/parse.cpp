@@ -1,10 +1,10 @@
 // parse.cpp: durations and times given on the command line.
 #include "parse.hpp"
 
-#include <cctype>
+#include <date/date.h>
+
 #include <cmath>
-#include <ctime>
-#include <regex>
+#include <sstream>
 
 namespace jobqueue::cli {
 
@@ -31,39 +31,53 @@ std::chrono::milliseconds parse_duration(const std::string& text, const std::str
     return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(millis)));
 }
 
+std::string duration_text(std::chrono::milliseconds span) {
+    auto ms = span.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
+namespace {
+
+// The forms parse_time takes, tried in order; each must consume the whole
+// text. %z reads +hh[mm], %Ez +hh[:mm]; "Z" (either case) becomes +00:00 first.
+const char* const kTimeForms[] = {"%F",        "%F %R",      "%F %T",       "%F %R %z",
+                                  "%F %T %z",  "%F %R %Ez",  "%F %T %Ez"};
+
+std::optional<TimePoint> parse_iso8601(std::string text) {
+    // one spelling for the date/time separator and for UTC
+    if (text.size() > 10 && (text[10] == 'T' || text[10] == 't')) text[10] = ' ';
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    if (!text.empty() && (text.back() == 'Z' || text.back() == 'z')) {
+        text.pop_back();
+        while (!text.empty() && text.back() == ' ') text.pop_back();
+        if (text.size() > 10) text += " +00:00";
+    }
+    for (const char* form : kTimeForms) {
+        std::istringstream in(text);
+        date::sys_time<std::chrono::microseconds> t;
+        std::chrono::minutes offset{0};
+        in >> date::parse(form, t, offset);
+        if (in && in.peek() == std::char_traits<char>::eof())
+            return std::chrono::time_point_cast<Clock::duration>(t);
+    }
+    return std::nullopt;
+}
+
+bool looks_like_a_date(const std::string& text) {
+    return text.size() >= 10 && text[4] == '-' && text[7] == '-';
+}
+
+}  // namespace
+
 TimePoint parse_time(const std::string& text, const std::string& option, bool future) {
-    static const std::regex iso(
-        R"(^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}(?:\.\d{1,6})?))?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$)");
-    std::smatch m;
-    if (!std::regex_match(text, m, iso)) {
+    if (!looks_like_a_date(text)) {
         // Not a date: a duration counted from now ("7d", "90m", "30").
         auto span = parse_duration(text, option);
         return future ? Clock::now() + span : Clock::now() - span;
     }
-    auto number = [&](int i) { return m[i].matched ? std::stoi(m[i].str()) : 0; };
-    std::tm tm{};
-    tm.tm_year = number(1) - 1900;
-    tm.tm_mon = number(2) - 1;
-    tm.tm_mday = number(3);
-    tm.tm_hour = number(4);
-    tm.tm_min = number(5);
-    double second = m[6].matched ? std::stod(m[6].str()) : 0.0;
-    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-        second >= 60)
-        throw UsageError(option + ": not a valid time: \"" + text + "\"");
-    long offset = 0;
-    if (m[7].matched && m[7].str() != "Z" && m[7].str() != "z") {
-        std::string zone = m[7].str();
-        std::string digits;
-        for (char c : zone.substr(1))
-            if (c != ':') digits += c;
-        int hours = std::stoi(digits.substr(0, 2));
-        int minutes = digits.size() > 2 ? std::stoi(digits.substr(2)) : 0;
-        offset = (hours * 3600L + minutes * 60L) * (zone[0] == '-' ? -1 : 1);
-    }
-    std::time_t seconds = timegm(&tm) - offset;
-    return Clock::from_time_t(seconds) +
-           std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(std::llround(second * 1e6)));
+    auto t = parse_iso8601(text);
+    if (!t) throw UsageError(option + ": not a valid time: \"" + text + "\"");
+    return *t;
 }
 
 }  // namespace jobqueue::cli

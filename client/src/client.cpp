@@ -194,9 +194,8 @@ std::int64_t Client::push(const std::string& name, const nlohmann::json& payload
     auto r = call("jobqueue_push",
                   "SELECT " + fn("queue_push") +
                       "($1, $2::jsonb, $3, $4::interval, $5::int4, $6, $7::int4, $8::timestamptz)",
-                  {name, payload.dump(), o.queue, pg::interval_text(o.delay), std::to_string(o.priority),
-                   o.unique_key, std::to_string(o.max_attempts),
-                   o.deadline ? std::optional<std::string>(format_time(*o.deadline)) : std::nullopt},
+                  {name, payload.dump(), pg::param(o.queue), pg::param(o.delay), pg::param(o.priority),
+                   pg::param(o.unique_key), pg::param(o.max_attempts), pg::param(o.deadline)},
                   true);
     return r.integer(0, 0);
 }
@@ -215,8 +214,7 @@ std::vector<Job> Client::reserve(const ReserveOptions& o) {
                                 micros("reserved_until") + ", " + micros("created_at") +
                                 ", coalesce(last_error, ''), " + micros("deadline") + " FROM " + fn("queue_reserve");
     std::vector<std::optional<std::string>> params = {
-        pg::array_text(o.queues), o.lease ? std::optional<std::string>(pg::interval_text(*o.lease)) : std::nullopt,
-        o.worker, std::to_string(o.max_jobs)};
+        pg::param(o.queues), pg::param(o.lease), o.worker, pg::param(o.max_jobs)};
     // the wait argument exists from extension 1.2 on: only sent when asked for
     if (o.wait) params.push_back(pg::interval_text(*o.wait));
     auto r = o.wait ? call("jobqueue_reserve_wait", columns + "($1::text[], $2::interval, $3, $4::int4, $5::interval)",
@@ -277,8 +275,7 @@ std::vector<std::int64_t> Client::complete_many(const std::vector<Claim>& claims
 bool Client::release(std::int64_t id, std::int64_t token, std::optional<std::chrono::milliseconds> delay,
                      const std::string& error) {
     auto r = call("jobqueue_release", "SELECT " + fn("queue_release") + "($1::int8, $2::int8, $3::interval, $4)",
-                  {std::to_string(id), std::to_string(token),
-                   delay ? std::optional<std::string>(pg::interval_text(*delay)) : std::nullopt, error},
+                  {std::to_string(id), std::to_string(token), pg::param(delay), error},
                   true);
     return r.boolean(0, 0);
 }
@@ -289,7 +286,7 @@ std::vector<std::int64_t> Client::release_many(const std::vector<Claim>& claims,
     auto [ids, tokens] = claim_arrays(claims);
     auto r = call("jobqueue_release_many",
                   "SELECT " + fn("queue_release_many") + "($1::int8[], $2::int8[], $3::interval, $4)",
-                  {ids, tokens, delay ? std::optional<std::string>(pg::interval_text(*delay)) : std::nullopt, error},
+                  {ids, tokens, pg::param(delay), error},
                   true);
     return pg::int_array(r.text(0, 0));
 }
@@ -382,8 +379,8 @@ std::vector<FailedJob> Client::failed_rows(const char* statement, const std::str
     return out;
 }
 
-std::vector<FailedJob> Client::failed(int limit, const std::optional<std::string>& queue) {
-    return failed_rows("jobqueue_failed_rows", "($1::int4, $2)", {std::to_string(limit), queue});
+std::vector<FailedJob> Client::failed(std::optional<int> limit, const std::optional<std::string>& queue) {
+    return failed_rows("jobqueue_failed_rows", "($1::int4, $2)", {pg::param(limit), queue});
 }
 
 std::optional<FailedJob> Client::failed_job(std::int64_t id) {
@@ -394,10 +391,9 @@ std::optional<FailedJob> Client::failed_job(std::int64_t id) {
 
 // ---------------------------------------------------------------- failed jobs
 
-std::int64_t Client::retry_failed(std::optional<std::int64_t> id, int max_attempts) {
+std::int64_t Client::retry_failed(std::optional<std::int64_t> id, std::optional<int> max_attempts) {
     auto r = call("jobqueue_retry_failed", "SELECT " + fn("queue_retry_failed") + "($1::int8, $2::int4)",
-                  {id ? std::optional<std::string>(std::to_string(*id)) : std::nullopt, std::to_string(max_attempts)},
-                  true);
+                  {pg::param(id), pg::param(max_attempts)}, true);
     return r.integer(0, 0);
 }
 
@@ -441,7 +437,7 @@ void Client::resume(const std::string& queue) {
 
 void Client::set_default_lease(const std::string& queue, std::optional<std::chrono::milliseconds> lease) {
     call("jobqueue_set_default_lease", "SELECT " + fn("queue_set_default_lease") + "($1, $2::interval)",
-         {queue, lease ? std::optional<std::string>(pg::interval_text(*lease)) : std::nullopt}, true);
+         {queue, pg::param(lease)}, true);
 }
 
 void Client::set_notify(const std::string& queue, bool enabled) {
@@ -455,9 +451,8 @@ TimePoint Client::schedule_set(const Schedule& s) {
     auto r = call("jobqueue_schedule_set",
                   "SELECT " + micros(fn("queue_schedule_set") +
                                      "($1, $2, $3, $4::jsonb, $5, $6::int4, $7::int4, $8, $9::bool, $10::bool)"),
-                  {s.name, s.cron, s.job_name, s.payload.dump(), s.queue, std::to_string(s.priority),
-                   std::to_string(s.max_attempts), s.time_zone, s.enabled ? "true" : "false",
-                   s.catch_up ? "true" : "false"},
+                  {s.name, s.cron, s.job_name, s.payload.dump(), pg::param(s.queue), pg::param(s.priority),
+                   pg::param(s.max_attempts), pg::param(s.time_zone), pg::param(s.enabled), pg::param(s.catch_up)},
                   true);
     return pg::micros_time(r.text(0, 0));
 }

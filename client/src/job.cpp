@@ -1,26 +1,26 @@
 // job.cpp: JSON forms of the client's value types.
 #include "jobqueue/job.hpp"
 
-#include <cstdio>
-#include <ctime>
+#include <date/date.h>
+
+#include "pg.hpp"
 
 namespace jobqueue {
 
 std::string format_time(TimePoint t) {
-    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-    std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-    long fraction = static_cast<long>(micros % 1000000);
-    if (fraction < 0) {
-        fraction += 1000000;
-        seconds -= 1;
-    }
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", utc.tm_year + 1900,
-                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, fraction);
-    return buf;
+    return date::format("%FT%TZ", date::floor<std::chrono::microseconds>(t));
 }
+
+namespace {
+// An optional value as JSON: null when it is empty.
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json();
+}
+nlohmann::json or_null(const std::optional<TimePoint>& value) {
+    return value ? nlohmann::json(format_time(*value)) : nlohmann::json();
+}
+}  // namespace
 
 void to_json(nlohmann::json& out, const Job& job) {
     out = {{"id", job.id},
@@ -34,7 +34,7 @@ void to_json(nlohmann::json& out, const Job& job) {
            {"reserved_until", format_time(job.reserved_until)},
            {"created_at", format_time(job.created_at)},
            {"last_error", job.last_error},
-           {"deadline", job.deadline ? nlohmann::json(format_time(*job.deadline)) : nlohmann::json()}};
+           {"deadline", or_null(job.deadline)}};
 }
 
 void to_json(nlohmann::json& out, const QueueStats& stats) {
@@ -70,26 +70,25 @@ void to_json(nlohmann::json& out, const Schedule& s) {
            {"cron", s.cron},
            {"job_name", s.job_name},
            {"payload", s.payload},
-           {"queue", s.queue},
-           {"priority", s.priority},
-           {"max_attempts", s.max_attempts},
-           {"time_zone", s.time_zone},
-           {"enabled", s.enabled},
-           {"catch_up", s.catch_up},
-           {"next_due", s.next_due ? nlohmann::json(format_time(*s.next_due)) : nlohmann::json()},
-           {"last_window", s.last_window ? nlohmann::json(format_time(*s.last_window)) : nlohmann::json()}};
+           {"queue", or_null(s.queue)},
+           {"priority", or_null(s.priority)},
+           {"max_attempts", or_null(s.max_attempts)},
+           {"time_zone", or_null(s.time_zone)},
+           {"enabled", or_null(s.enabled)},
+           {"catch_up", or_null(s.catch_up)},
+           {"next_due", or_null(s.next_due)},
+           {"last_window", or_null(s.last_window)}};
 }
 
 nlohmann::json push_many_element(const NewJob& job) {
-    const PushOptions defaults;
+    const PushOptions& o = job.options;
     nlohmann::json out = {{"name", job.name}, {"payload", job.payload}};
-    if (job.options.queue != defaults.queue) out["queue"] = job.options.queue;
-    if (job.options.delay != defaults.delay)
-        out["delay"] = std::to_string(job.options.delay.count()) + " milliseconds";
-    if (job.options.priority != defaults.priority) out["priority"] = job.options.priority;
-    if (job.options.unique_key) out["unique_key"] = *job.options.unique_key;
-    if (job.options.max_attempts != defaults.max_attempts) out["max_attempts"] = job.options.max_attempts;
-    if (job.options.deadline) out["deadline"] = format_time(*job.options.deadline);
+    if (o.queue) out["queue"] = *o.queue;
+    if (o.delay) out["delay"] = pg::interval_text(*o.delay);
+    if (o.priority) out["priority"] = *o.priority;
+    if (o.unique_key) out["unique_key"] = *o.unique_key;
+    if (o.max_attempts) out["max_attempts"] = *o.max_attempts;
+    if (o.deadline) out["deadline"] = format_time(*o.deadline);
     return out;
 }
 

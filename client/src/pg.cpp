@@ -35,6 +35,32 @@ std::string int_array_text(const std::vector<std::int64_t>& values) {
     return out + "}";
 }
 
+Param param(const std::optional<std::string>& value) { return value; }
+
+Param param(const std::optional<int>& value) {
+    return value ? Param(std::to_string(*value)) : std::nullopt;
+}
+
+Param param(const std::optional<std::int64_t>& value) {
+    return value ? Param(std::to_string(*value)) : std::nullopt;
+}
+
+Param param(const std::optional<bool>& value) {
+    return value ? Param(*value ? "true" : "false") : std::nullopt;
+}
+
+Param param(const std::optional<std::chrono::milliseconds>& value) {
+    return value ? Param(interval_text(*value)) : std::nullopt;
+}
+
+Param param(const std::optional<TimePoint>& value) {
+    return value ? Param(format_time(*value)) : std::nullopt;
+}
+
+Param param(const std::vector<std::string>& values) {
+    return values.empty() ? std::nullopt : Param(array_text(values));
+}
+
 std::int64_t to_int(const char* text) {
     try {
         return std::stoll(text);

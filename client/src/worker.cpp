@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <iostream>
 
+#include "backoff.hpp"
+#include "utf8.hpp"
+
 namespace jobqueue {
 
 namespace {
@@ -18,53 +21,15 @@ std::string default_worker_name() {
     return std::string(host) + ":" + std::to_string(getpid());
 }
 
-// The handler's text (an exception's what(), an Outcome's reason) as the
-// server accepts it: bytes that are not valid UTF-8 become '?'. Without
-// this, queue_release/queue_fail reject the call (22021) and the job is
-// never recorded.
-std::string valid_utf8(const std::string& in) {
-    std::string out;
-    out.reserve(in.size());
-    const auto* s = reinterpret_cast<const unsigned char*>(in.data());
-    const std::size_t n = in.size();
-    for (std::size_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        std::size_t len = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-                                                                  : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
-        bool ok = len > 0 && c != 0 && i + len <= n;
-        for (std::size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
-        if (ok && len == 3) {
-            unsigned char d = s[i + 1];
-            ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d > 0x9F);  // overlong, surrogates
-        } else if (ok && len == 4) {
-            unsigned char d = s[i + 1];
-            ok = !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d > 0x8F);  // overlong, > U+10FFFF
-        }
-        if (ok) {
-            out.append(in, i, len);
-            i += len;
-        } else {
-            out += '?';
-            ++i;
-        }
-    }
-    return out;
-}
-
 }  // namespace
 
 void WorkerOptions::validate() const {
-    using namespace std::chrono;
-    if (queues.empty()) throw InvalidArgument("jobqueue: WorkerOptions.queues must name at least one queue");
-    for (const auto& q : queues)
-        if (q.empty() || q.size() > 64)
-            throw InvalidArgument("jobqueue: WorkerOptions.queues: queue names are 1 to 64 characters");
-    if (threads < 1 || threads > 256) throw InvalidArgument("jobqueue: WorkerOptions.threads must be 1 to 256");
-    if (lease < seconds(1) || lease > hours(24))
-        throw InvalidArgument("jobqueue: WorkerOptions.lease must be between 1 second and 1 day");
+    using std::chrono::milliseconds;
+    if (threads < 1 || threads > max_threads)
+        throw InvalidArgument("jobqueue: WorkerOptions.threads must be 1 to " + std::to_string(max_threads));
     if (poll_interval <= milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.poll_interval must be positive");
     if (grace_period < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.grace_period must not be negative");
-    if (max_batch < 0 || max_batch > 10000) throw InvalidArgument("jobqueue: WorkerOptions.max_batch must be 0 to 10000");
+    if (max_batch < 0) throw InvalidArgument("jobqueue: WorkerOptions.max_batch must not be negative");
     if (tick_interval < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.tick_interval must not be negative");
     if (max_reconnect_delay < milliseconds(1))
         throw InvalidArgument("jobqueue: WorkerOptions.max_reconnect_delay must be positive");
@@ -110,38 +75,40 @@ void Worker::sleep_for(std::chrono::milliseconds span) {
     changed_.wait_for(lock, span, [&] { return hard_stop_.load(); });
 }
 
-template <typename Op>
-bool Worker::with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up) {
-    auto delay = std::chrono::milliseconds(100);
+template <typename Attempt>
+bool Worker::with_retries(Attempt&& attempt, const std::atomic<bool>& give_up) {
+    Backoff backoff(std::chrono::milliseconds(100), options_.max_reconnect_delay);
     for (;;) {
         try {
-            if (!client.healthy()) client.reconnect();
-            op();
+            attempt();
             return true;
         } catch (const ConnectionError&) {
             ++reconnects_;
             if (give_up) return false;
-            sleep_for(delay);
-            delay = std::min(delay * 2, options_.max_reconnect_delay);
+            sleep_for(backoff.next());
         }
     }
 }
 
-// A connection of the worker's own; retried with backoff until it opens
-// or the worker stops for good.
-static std::optional<Client> connect(const WorkerOptions& options, const std::atomic<bool>& give_up,
-                                     std::atomic<std::int64_t>& reconnects) {
-    auto delay = std::chrono::milliseconds(100);
-    while (!give_up) {
-        try {
-            return Client(options.connection);
-        } catch (const ConnectionError&) {
-            ++reconnects;
-            std::this_thread::sleep_for(delay);
-            delay = std::min(delay * 2, options.max_reconnect_delay);
-        }
-    }
-    return std::nullopt;
+template <typename Op>
+bool Worker::with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up) {
+    return with_retries(
+        [&] {
+            if (!client.healthy()) client.reconnect();
+            op();
+        },
+        give_up);
+}
+
+std::optional<Client> Worker::connect(const std::atomic<bool>& give_up) {
+    std::optional<Client> client;
+    if (!with_retries([&] { client.emplace(options_.connection); }, give_up)) return std::nullopt;
+    return client;
+}
+
+std::exception_ptr Worker::failure() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return failure_;
 }
 
 void Worker::start() {
@@ -156,7 +123,7 @@ void Worker::start() {
 // Claims batches sized to the idle handler threads; when nothing is due it
 // waits for a wake-up (or sleeps) at most poll_interval.
 void Worker::dispatcher_loop() {
-    auto client = connect(options_, stopping_, reconnects_);
+    auto client = connect(stopping_);
     if (!client) return;
     while (!stopping_) {
         int free_slots;
@@ -177,6 +144,14 @@ void Worker::dispatcher_loop() {
         if (options_.wait_in_server) claim.wait = std::min(options_.poll_interval, std::chrono::milliseconds(500));
         try {
             if (!with_reconnect(*client, [&] { jobs = client->reserve(claim); }, stopping_)) break;
+        } catch (const InvalidArgument&) {
+            // the server refused the worker's own options: no retry can help
+            {
+                std::lock_guard<std::mutex> lock(mutex_);
+                failure_ = std::current_exception();
+            }
+            request_stop();
+            break;
         } catch (const Error& e) {
             if (options_.wait_in_server && e.sqlstate() == "42883") {
                 options_.wait_in_server = false;  // the extension predates 1.2: LISTEN / poll instead
@@ -248,7 +223,7 @@ void Worker::release_unstarted(Client& client) {
 }
 
 void Worker::handler_loop() {
-    auto client = connect(options_, hard_stop_, reconnects_);
+    auto client = connect(hard_stop_);
     if (!client) return;
     for (;;) {
         Job job;
@@ -301,7 +276,7 @@ void Worker::run_job(Client& client, const Job& job, JobContext& context) {
 void Worker::record(Client& client, const Job& job, const Outcome& outcome) {
     bool recorded = false;
     bool ok = false;
-    const std::string message = valid_utf8(outcome.message());
+    const std::string message = utf8::valid(outcome.message());
     try {
         ok = with_reconnect(client, [&] {
             switch (outcome.kind()) {
@@ -336,7 +311,7 @@ void Worker::record(Client& client, const Job& job, const Outcome& outcome) {
 
 // Every running job whose lease is half used gets a fresh lease.
 void Worker::heartbeat_loop() {
-    auto client = connect(options_, hard_stop_, reconnects_);
+    auto client = connect(hard_stop_);
     if (!client) return;
     const auto half = options_.lease / 2;
     const auto tick = std::max(std::chrono::milliseconds(50), options_.lease / 8);
@@ -467,6 +442,7 @@ void Worker::run_until_signal() {
     }
     stop();
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    if (auto failed = failure()) std::rethrow_exception(failed);
 }
 
 }  // namespace jobqueue

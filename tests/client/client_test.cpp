@@ -206,6 +206,36 @@ TEST_F(ClientTest, PushWritesTheRow) {
     EXPECT_EQ(client.pending(q), 1);
 }
 
+// An option the caller leaves empty is sent as NULL (left out of
+// push_many's JSON), so the server's own default applies: a stand-in
+// queue_push in a schema of its own reports which arguments came NULL
+// (one bit each), and a real push gets what a plain SQL push gets.
+TEST_F(ClientTest, PushLeavesUnsetOptionsToTheServer) {
+    const std::string schema = "jq_probe_" + std::to_string(getpid());
+    sql("DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " + schema);
+    sql("CREATE FUNCTION " + schema +
+        ".queue_push(name text, payload jsonb, queue text, delay interval, priority int, unique_key text,"
+        " max_attempts int, deadline timestamptz) RETURNS bigint LANGUAGE sql AS $$ SELECT"
+        " (queue IS NULL)::int + 2 * (delay IS NULL)::int + 4 * (priority IS NULL)::int"
+        " + 8 * (unique_key IS NULL)::int + 16 * (max_attempts IS NULL)::int + 32 * (deadline IS NULL)::int $$");
+    sql("CREATE FUNCTION " + schema +
+        ".queue_push_many(jobs jsonb) RETURNS bigint[] LANGUAGE sql AS $$ SELECT ARRAY["
+        " (SELECT count(*) FROM jsonb_object_keys(jobs -> 0))] $$");
+    jobqueue::Client probe(jobqueue::ClientOptions{"", schema});
+    EXPECT_EQ(probe.push("n"), 63);
+    jobqueue::PushOptions o;
+    o.max_attempts = 3;
+    EXPECT_EQ(probe.push("n", {}, o), 63 - 16);
+    EXPECT_EQ(probe.push_many({jobqueue::NewJob{"n", nlohmann::json::object(), {}}}), std::vector<std::int64_t>{2});  // name, payload
+    sql("DROP SCHEMA " + schema + " CASCADE");
+
+    auto q = queue();
+    std::int64_t by_client = client.push("n", nlohmann::json::object(), on(q));
+    std::int64_t by_sql = sql_int("SELECT queue_push('n', queue => " + lit(q) + ")");
+    for (const char* column : {"max_attempts", "priority", "payload::text"})
+        EXPECT_EQ(job_col(by_client, column), job_col(by_sql, column)) << column;
+}
+
 // The default payload is an empty object.
 TEST_F(ClientTest, PushDefaultPayload) {
     auto q = queue();
@@ -1460,7 +1490,7 @@ TEST_F(ClientTest, BadArgumentsRaiseInvalidArgument) {
     ro.lease = 25h;
     EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>([&] { (void)client.reserve(ro); }, "22023"));
     ro.lease.reset();
-    ro.queues = {};
+    ro.queues = {""};
     EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>([&] { (void)client.reserve(ro); }, "22023"));
 
     // NULL for an argument without a default (only reachable through SQL).

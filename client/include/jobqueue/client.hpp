@@ -55,7 +55,8 @@ public:
 
     // ---- working
     [[nodiscard]] std::vector<Job> reserve(const ReserveOptions& options);
-    [[nodiscard]] std::optional<Job> reserve_one(const std::vector<std::string>& queues = {"default"},
+    // queues: none = queue_reserve's default queue; lease: none = the queue's default lease.
+    [[nodiscard]] std::optional<Job> reserve_one(const std::vector<std::string>& queues = {},
                                                  std::optional<std::chrono::milliseconds> lease = {},
                                                  const std::string& worker = "");
     // queue_delete: the job is done. false when the claim was lost.
@@ -80,14 +81,17 @@ public:
     [[nodiscard]] std::vector<QueueStats> stats();
     [[nodiscard]] std::vector<QueueInfo> queues();
     [[nodiscard]] std::int64_t failed_count();
-    // The newest failed jobs first; only those of queue when given.
-    [[nodiscard]] std::vector<FailedJob> failed(int limit = 50, const std::optional<std::string>& queue = {});
+    // The newest failed jobs first (limit: none = the server's default); only
+    // those of queue when given.
+    [[nodiscard]] std::vector<FailedJob> failed(std::optional<int> limit = {},
+                                                const std::optional<std::string>& queue = {});
     // One failed job by its id, if it is in the failed table.
     [[nodiscard]] std::optional<FailedJob> failed_job(std::int64_t id);
 
     // ---- failed-job management
-    // Requeue one failed job, or all of them when id is empty.
-    std::int64_t retry_failed(std::optional<std::int64_t> id = {}, int max_attempts = 3);
+    // Requeue one failed job, or all of them when id is empty (max_attempts:
+    // none = the server's default).
+    std::int64_t retry_failed(std::optional<std::int64_t> id = {}, std::optional<int> max_attempts = {});
     std::int64_t forget_failed(std::int64_t id);
     std::int64_t forget_failed_before(TimePoint before);
     std::int64_t forget_all_failed();

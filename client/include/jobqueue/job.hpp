@@ -33,13 +33,14 @@ struct Job {
     [[nodiscard]] bool last_attempt() const noexcept { return attempts >= max_attempts; }
 };
 
-// How to push a job; every field has queue_push's default.
+// How to push a job. A field left empty is not sent, so queue_push's own
+// default applies: the defaults live in the extension alone.
 struct PushOptions {
-    std::string queue = "default";
-    std::chrono::milliseconds delay{0};
-    int priority = 0;
+    std::optional<std::string> queue;
+    std::optional<std::chrono::milliseconds> delay;
+    std::optional<int> priority;
     std::optional<std::string> unique_key;
-    int max_attempts = 3;
+    std::optional<int> max_attempts;
     std::optional<TimePoint> deadline;
 };
 
@@ -52,10 +53,10 @@ struct NewJob {
 
 // How to claim.
 struct ReserveOptions {
-    std::vector<std::string> queues{"default"};
+    std::vector<std::string> queues;                 // none: queue_reserve's default queue
     std::optional<std::chrono::milliseconds> lease;  // none: the queue's default lease
     std::string worker;
-    int max_jobs = 1;
+    std::optional<int> max_jobs;                     // none: queue_reserve's default
     // With nothing due, wait in the server up to this long for a job to
     // become due (extension 1.2; woken at once when the library is preloaded).
     std::optional<std::chrono::milliseconds> wait;
@@ -92,18 +93,20 @@ struct FailedJob {
     TimePoint created_at;
 };
 
-// A recurring schedule (queue_schedule_set / queue_schedule_list).
+// A recurring schedule (queue_schedule_set / queue_schedule_list). For
+// schedule_set, a setting left empty is not sent (queue_schedule_set's own
+// default applies); schedules() fills every field.
 struct Schedule {
     std::string name;
     std::string cron;  // "*/5 9-17 * * mon-fri", "@daily", "@every 10 minutes"
     std::string job_name;
     nlohmann::json payload = nlohmann::json::object();
-    std::string queue = "default";
-    int priority = 0;
-    int max_attempts = 3;
-    std::string time_zone = "UTC";
-    bool enabled = true;
-    bool catch_up = false;  // enqueue every missed window, not only the latest
+    std::optional<std::string> queue;
+    std::optional<int> priority;
+    std::optional<int> max_attempts;
+    std::optional<std::string> time_zone;
+    std::optional<bool> enabled;
+    std::optional<bool> catch_up;  // enqueue every missed window, not only the latest
     // Read back by schedules():
     std::optional<TimePoint> next_due;
     std::optional<TimePoint> last_window;
@@ -135,8 +138,8 @@ void to_json(nlohmann::json& out, const QueueInfo& info);
 void to_json(nlohmann::json& out, const FailedJob& job);
 void to_json(nlohmann::json& out, const Schedule& schedule);
 
-// The object queue_push_many takes for one job (only fields that differ from
-// queue_push's defaults are written).
+// The object queue_push_many takes for one job: only the options that are
+// set are written, the server's defaults apply to the others.
 [[nodiscard]] nlohmann::json push_many_element(const NewJob& job);
 
 }  // namespace jobqueue

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -75,10 +76,18 @@ private:
 // with the server's backoff (or fails it when it was the last attempt).
 using Handler = std::function<Outcome(const Job&, JobContext&)>;
 
+// The worker's own settings. What the server judges (queue names, the
+// lease's range) it judges alone: a value it refuses stops the worker at
+// its first claim, with the server's error (see Worker::failure()).
 struct WorkerOptions {
+    static constexpr int max_threads = 256;
+
     ClientOptions connection;
-    std::vector<std::string> queues{"default"};
-    int threads = 4;
+    // In precedence order; none: queue_reserve's default queue.
+    std::vector<std::string> queues;
+    int threads = 4;  // 1 to max_threads
+    // The lease of each claim, renewed at half time while a handler runs.
+    // The worker names it in every claim because its heartbeat must know it.
     std::chrono::milliseconds lease{std::chrono::seconds(60)};
     // Longest wait between claims when no wake-up arrives.
     std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
@@ -101,7 +110,7 @@ struct WorkerOptions {
     // Stored as reserved_by; "" means "<host>:<pid>".
     std::string name;
 
-    // Throws InvalidArgument when an option is out of range.
+    // Throws InvalidArgument when a setting of the worker's own is out of range.
     void validate() const;
 };
 
@@ -143,6 +152,12 @@ public:
 
     [[nodiscard]] WorkerCounters counters() const;
 
+    // Why the worker stopped by itself: the server refused its claim as
+    // invalid (InvalidArgument, e.g. a lease out of range), which no retry
+    // can mend. Empty while it runs or when it was stopped. run_until_signal()
+    // rethrows it.
+    [[nodiscard]] std::exception_ptr failure() const;
+
 private:
     struct Running {
         Job job;
@@ -158,10 +173,16 @@ private:
     void record(Client& client, const Job& job, const Outcome& outcome);
     void release_unstarted(Client& client);
     void release_running(Client& client);
-    // Runs op until it succeeds, re-opening client's connection with
-    // backoff. Returns false once give_up is set and op still failed.
+    // Runs attempt until it does not lose the connection, pausing with
+    // backoff and jitter between tries. Returns false once give_up is set
+    // and the last try still failed.
+    template <typename Attempt>
+    bool with_retries(Attempt&& attempt, const std::atomic<bool>& give_up);
+    // The same for op on client, re-opening its connection before each retry.
     template <typename Op>
     bool with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up);
+    // A connection of the thread's own, retried until it opens or give_up.
+    std::optional<Client> connect(const std::atomic<bool>& give_up);
     void wait_for_wakeup(Client& client);
     void report_error(const char* what, const Error& e);
     void sleep_for(std::chrono::milliseconds span);
@@ -181,6 +202,7 @@ private:
     std::atomic<bool> stop_requested_{false};
     bool started_ = false;
     bool stopped_ = false;
+    std::exception_ptr failure_;            // under mutex_
 
     std::atomic<std::int64_t> claimed_{0}, completed_{0}, retried_{0}, failed_{0}, lost_{0}, reconnects_{0};
 

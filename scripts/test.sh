@@ -89,7 +89,12 @@ suite_chaos() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bash tests/stress/chaos.sh
 }
 
+# The PGXN archive and the Debian packages, built and installed into a
+# server of their own (not the one above).
+suite_package() { bash tests/package/run.sh; }
+
 SUITES=(packaging regress client cli battery dump search_path chaos)
+SUITES+=(package)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

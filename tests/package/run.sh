@@ -59,6 +59,12 @@ finish() {
 }
 die() { check "$1" f "${2:-}"; finish; }
 ran() { "$@" && echo t || echo f; }
+check_sql() { # check_sql NAME psql-arguments...: the output must be just "t"
+    local name=$1 output
+    shift
+    output=$(q "$@" 2>&1)
+    check "$name" "$([[ $output == t ]] && echo t || echo f)" "$output"
+}
 
 # scripts/test.sh runs this with its own cluster exported: leave it alone.
 unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
@@ -162,8 +168,8 @@ check "before the package: CREATE EXTENSION fails, looking in the copy" \
 
 dpkg-deb -x "$(deb postgresql-15-jobqueue)" "$PGROOT" || die "dpkg-deb -x postgresql-15-jobqueue"
 chmod -R a+rX "$PGROOT"
-check "CREATE EXTENSION jobqueue from the package (version $EXTVERSION)" \
-    "$(q -c 'CREATE EXTENSION jobqueue' -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'" 2>&1)"
+check_sql "CREATE EXTENSION jobqueue from the package (version $EXTVERSION)" \
+    -c 'CREATE EXTENSION jobqueue' -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'"
 
 # One session: the library it loads must be the packaged one, in the copy.
 loaded=$(q -c 'SELECT queue_pending()' -c "SELECT string_agg(DISTINCT substring(line from '(/[^ ]*jobqueue\.so)'), ' ')
@@ -173,19 +179,17 @@ check "the server loads jobqueue.so from the copy" \
     "$([[ $loaded == "$PGROOT$SYSTEM_PG_LIB/lib/jobqueue.so" ]] && echo t || echo f)" "$loaded"
 
 # Separate statements: a statement does not see what a function it calls wrote.
-round_trip=$(q 2>&1 <<'SQL'
+check_sql "push / reserve / delete round trip" <<'SQL'
 SELECT queue_push('package_check', '{"from": "deb"}', 'package') AS pushed \gset
 SELECT id AS claimed, token FROM queue_reserve('{package}', '30 seconds', 'package-test') \gset
 SELECT :pushed = :claimed AND queue_delete(:claimed, :token) AS deleted \gset
 SELECT :'deleted'::boolean AND NOT EXISTS (SELECT 1 FROM queue_jobs WHERE id = :pushed) AND queue_pending('package') = 0;
 SQL
-)
-check "push / reserve / delete round trip" "$round_trip" "$round_trip"
 
 q -c 'CREATE DATABASE jq_package_update' || die "create database jq_package_update"
-check "CREATE EXTENSION jobqueue VERSION '1.0', then ALTER EXTENSION UPDATE reaches $EXTVERSION" \
-    "$(q -d jq_package_update -c "CREATE EXTENSION jobqueue VERSION '1.0'" -c 'ALTER EXTENSION jobqueue UPDATE' \
-         -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'" 2>&1)"
+check_sql "CREATE EXTENSION jobqueue VERSION '1.0', then ALTER EXTENSION UPDATE reaches $EXTVERSION" \
+    -d jq_package_update -c "CREATE EXTENSION jobqueue VERSION '1.0'" -c 'ALTER EXTENSION jobqueue UPDATE' \
+    -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'"
 
 # ------------------------------------------------------------ 5. the client packages
 dpkg-deb -x "$(deb jobqueue-cli)" "$WORK/cli" && dpkg-deb -x "$(deb libjobqueue-dev)" "$WORK/dev" \

@@ -1,7 +1,9 @@
 # jobqueue: PGXS build of the PostgreSQL extension.
 # The client library (C++) is a separate CMake tree under client/.
 
-EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" extension/jobqueue.control)
+# The source tree, also when make runs out of tree (pg_buildext's VPATH builds).
+TOPDIR := $(dir $(firstword $(MAKEFILE_LIST)))
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(TOPDIR)extension/jobqueue.control)
 
 # The control file lives under extension/, so EXTENSION stays unset and the
 # control file is installed as plain DATA into share/extension.
@@ -37,6 +39,11 @@ OBJS = \
 	extension/src/waiting.o \
 	extension/src/duehint.o \
 	extension/src/claimpos.o
+
+# Out-of-tree builds need the object directories in the build tree.
+ifdef VPATH
+$(shell mkdir -p $(sort $(dir $(OBJS))))
+endif
 
 PG_CPPFLAGS = -I$(srcdir)/extension/src
 
@@ -75,10 +82,21 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-.PHONY: version-check
-# META.json must carry the control file's version.
+.PHONY: version-check dist
+# META.json must follow the PGXN Meta Spec and carry the control file's version.
 version-check:
-	@grep -q '"version": "$(EXTVERSION)"' META.json || { echo "META.json version differs from $(EXTVERSION)"; exit 1; }
+	@python3 $(TOPDIR)scripts/pgxn-check.py $(TOPDIR)META.json
+
+# PGXN distribution: jobqueue-<version>.zip of the git tree DIST_REF, its
+# files under jobqueue-<version>/, checked before it gets its final name.
+# PGXN versions are semantic versions, so the control file's 1.2 is 1.2.0.
+DISTVERSION := $(shell echo '$(EXTVERSION)' | sed 's/^[0-9]*\.[0-9]*$$/&.0/')
+DIST_REF ?= HEAD
+DIST_ZIP ?= jobqueue-$(DISTVERSION).zip
+dist:
+	git -C $(TOPDIR) archive --format=zip --prefix=jobqueue-$(DISTVERSION)/ $(DIST_REF) > $(DIST_ZIP).tmp
+	python3 $(TOPDIR)scripts/pgxn-check.py $(DIST_ZIP).tmp || { rm -f $(DIST_ZIP).tmp; exit 1; }
+	mv $(DIST_ZIP).tmp $(DIST_ZIP)
 
 # PGXS tracks no header dependencies: every object depends on the shared header.
 $(OBJS): extension/src/jobqueue.h extension/src/contract.h extension/src/cron.h

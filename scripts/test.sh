@@ -99,7 +99,11 @@ suite_chaos() {
 # the cluster (about 35 s; every step in it has its own timeout).
 suite_examples() { bash tests/examples/run.sh; }
 
-SUITES=(packaging regress client cli battery dump search_path notify chaos examples)
+# The PGXN archive and the Debian packages, built and installed into a
+# server of their own (not the one above).
+suite_package() { bash tests/package/run.sh; }
+
+SUITES=(packaging regress client cli battery dump search_path notify chaos examples package)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# tests/package/run.sh - the packages a user installs: the PGXN archive and
+# the Debian packages, installed into a server that never saw the extension.
+#
+#   1. make dist builds jobqueue-<version>.zip of the tracked files as they
+#      are now (uncommitted changes included, untracked files not) and checks
+#      it with scripts/pgxn-check.py; test_pgxn_check.py proves the checker
+#      refuses broken variants (META.json fields, missing files, layout).
+#   2. dpkg-buildpackage -b in the unpacked archive (so the archive alone is
+#      enough to build), with the system's PostgreSQL and a clean PATH.
+#   3. each package holds exactly the files in tests/package/expected/.
+#   4. a private copy of PostgreSQL 15 with every jobqueue file taken out:
+#      CREATE EXTENSION fails there; the extension package is extracted over
+#      it (dpkg-deb -x); then CREATE EXTENSION works, the library is loaded
+#      from the copy, a push / reserve / delete round trip works, and 1.0
+#      updates to the current version with the packaged scripts.
+#   5. the packaged jobqueue command runs (--help, push, status) against that
+#      server; a CMake project find_package()s the packaged library, builds
+#      and runs a push / claim / complete against it (tests/client/consumer).
+#
+# Usage: bash tests/package/run.sh   (root or sudo for missing build
+# dependencies; starts and stops its own server, whatever PG* says).
+# Outputs stay under build/package/ (archive, unpacked tree, .deb files,
+# build log).  Knobs:
+#   JQ_PACKAGE_SELFTEST=1   repack the extension package without its last
+#                           upgrade script: the run must fail
+#   JQ_PACKAGE_BUILD_TIMEOUT  seconds for dpkg-buildpackage (default 900)
+#   JQ_LONG=1               build with Debian's default flags and debug
+#                           symbol packages (a normal run builds at -O0)
+# Last line: "N passed, N failed".
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT=$PWD
+HERE=$ROOT/tests/package
+OUT=$ROOT/build/package
+SYSTEM_PG_LIB=/usr/lib/postgresql/15
+SYSTEM_PG_SHARE=/usr/share/postgresql/15
+SELFTEST=${JQ_PACKAGE_SELFTEST:-0}
+BUILD_TIMEOUT=${JQ_PACKAGE_BUILD_TIMEOUT:-900}
+started=$SECONDS
+passed=0
+failed=0
+
+check() { # check NAME t|f [detail]
+    if [[ $2 == t || $2 == true ]]; then
+        passed=$((passed + 1))
+        echo "ok   $1"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $1${3:+: $3}"
+    fi
+}
+finish() {
+    echo "package: $((SECONDS - started))s"
+    echo "$passed passed, $failed failed"
+    (( failed == 0 ))
+    exit
+}
+die() { check "$1" f "${2:-}"; finish; }
+ran() { "$@" && echo t || echo f; }
+check_sql() { # check_sql NAME psql-arguments...: the output must be just "t"
+    local name=$1 output
+    shift
+    output=$(q "$@" 2>&1)
+    check "$name" "$([[ $output == t ]] && echo t || echo f)" "$output"
+}
+
+# scripts/test.sh runs this with its own cluster exported: leave it alone.
+unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
+
+source scripts/install-deps.sh
+jq_install_deps git unzip python3 debhelper postgresql-server-dev-all cmake g++ \
+    libpq-dev nlohmann-json3-dev libcli11-dev || die "build dependencies"
+
+WORK=$(mktemp -d /tmp/jq-pkg.XXXXXX)
+chmod 755 "$WORK"
+PGROOT=$WORK/root
+export JQ_PGBIN=$PGROOT$SYSTEM_PG_LIB/bin
+source scripts/cluster.sh
+# Both sourced files turn on errexit; this script counts failures instead.
+set +e
+cleanup() {
+    jq_cluster_stop
+    rm -rf -- "$WORK"
+}
+trap cleanup EXIT
+
+q() { timeout 60 "$JQ_PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+# ------------------------------------------------------------ 1. the archive
+rm -rf "$OUT"
+mkdir -p "$OUT"
+ref=$(git stash create) || die "git stash create"
+ref=${ref:-HEAD}
+make -s -C "$OUT" -f "$ROOT/Makefile" dist DIST_REF="$ref" > "$OUT/dist.log" 2>&1 \
+    || { cat "$OUT/dist.log"; die "make dist builds an archive that passes pgxn-check"; }
+zips=("$OUT"/jobqueue-*.zip)
+ZIP=${zips[0]}
+DIST=$(basename "$ZIP" .zip)
+check "make dist: $DIST.zip, checked by pgxn-check ($(grep -c . < <(unzip -Z1 "$ZIP")) entries)" t
+check "pgxn-check refuses broken archives (tests/package/test_pgxn_check.py)" \
+    "$(ran timeout 120 python3 "$HERE/test_pgxn_check.py" "$ZIP")"
+
+# ------------------------------------------------------------ 2. the build
+unzip -q "$ZIP" -d "$OUT" || die "unzip $DIST.zip"
+SRC=$OUT/$DIST
+echo "== dpkg-buildpackage in build/package/$DIST (log: build/package/build.log)"
+# With Debian's flags (-O2 -g) the C++ client alone takes minutes of CPU on
+# two cores.  What this suite checks (rules, install files, package contents,
+# that they work) does not depend on the optimisation, so a normal run builds
+# at -O0 without debug info; --long (JQ_LONG=1) builds exactly as a user does.
+if [[ ${JQ_LONG:-0} == 1 ]]; then
+    build_flags=()
+else
+    build_flags=(DEB_BUILD_OPTIONS="noautodbgsym noopt" DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g)
+fi
+build_start=$SECONDS
+(cd "$SRC" && env -u PG_CONFIG -u MAKEFLAGS PATH=/usr/sbin:/usr/bin:/sbin:/bin "${build_flags[@]}" \
+    timeout "$BUILD_TIMEOUT" dpkg-buildpackage -us -uc -b -j2) > "$OUT/build.log" 2>&1 \
+    || { tail -n 40 "$OUT/build.log"; die "dpkg-buildpackage -b"; }
+check "dpkg-buildpackage -b from the archive ($((SECONDS - build_start))s)" t
+
+VERSION=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Version)
+ARCH=$(dpkg --print-architecture)
+MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+EXTVERSION=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$SRC/extension/jobqueue.control")
+deb() { echo "$OUT/${1}_${VERSION}_${ARCH}.deb"; }
+
+if [[ $SELFTEST == 1 ]]; then
+    echo "== self-test: the extension package loses jobqueue--1.1--1.2.sql"
+    dpkg-deb -R "$(deb postgresql-15-jobqueue)" "$WORK/repack"
+    rm "$WORK/repack$SYSTEM_PG_SHARE/extension/jobqueue--1.1--1.2.sql"
+    dpkg-deb -b "$WORK/repack" "$(deb postgresql-15-jobqueue)" > /dev/null
+fi
+
+# ------------------------------------------------------------ 3. the contents
+for package in postgresql-15-jobqueue libjobqueue-dev jobqueue-cli; do
+    file=$(deb "$package")
+    if [[ ! -f $file ]]; then
+        check "$package: built" f "no $file"
+        continue
+    fi
+    # regular files and symlinks; directories follow from them
+    dpkg-deb -c "$file" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' | sort > "$WORK/$package.files"
+    sed "s/@MULTIARCH@/$MULTIARCH/" "$HERE/expected/$package.files" | sort > "$WORK/$package.expected"
+    if diff -u "$WORK/$package.expected" "$WORK/$package.files" > "$WORK/$package.diff"; then
+        check "$package: exactly the expected $(wc -l < "$WORK/$package.files") files" t
+    else
+        check "$package: exactly the expected files" f "differences (- expected, + packaged):"
+        sed -n '3,$p' "$WORK/$package.diff"
+    fi
+done
+
+# ------------------------------------------------------------ 4. a clean server
+mkdir -p "$PGROOT/usr/lib/postgresql" "$PGROOT/usr/share/postgresql"
+cp -a "$SYSTEM_PG_LIB" "$PGROOT/usr/lib/postgresql/" && cp -a "$SYSTEM_PG_SHARE" "$PGROOT/usr/share/postgresql/" \
+    || die "copy PostgreSQL 15"
+# The test command may have run "make install" into the system's tree.
+find "$PGROOT" -name 'jobqueue*' -exec rm -rf {} +
+check "the PostgreSQL copy holds no jobqueue file" "$([[ -z $(find "$PGROOT" -name 'jobqueue*') ]] && echo t || echo f)"
+chmod -R a+rX "$WORK"
+jq_cluster_start > "$WORK/cluster.log" || { cat "$WORK/cluster.log"; die "start a server from the copy"; }
+
+before=$(q -c 'CREATE EXTENSION jobqueue' 2>&1)
+check "before the package: CREATE EXTENSION fails, looking in the copy" \
+    "$([[ $before == *"$PGROOT$SYSTEM_PG_SHARE/extension/jobqueue.control"* ]] && echo t || echo f)" "$before"
+
+dpkg-deb -x "$(deb postgresql-15-jobqueue)" "$PGROOT" || die "dpkg-deb -x postgresql-15-jobqueue"
+chmod -R a+rX "$PGROOT"
+check_sql "CREATE EXTENSION jobqueue from the package (version $EXTVERSION)" \
+    -c 'CREATE EXTENSION jobqueue' -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'"
+
+# One session: the library it loads must be the packaged one, in the copy.
+loaded=$(q -c 'SELECT queue_pending()' -c "SELECT string_agg(DISTINCT substring(line from '(/[^ ]*jobqueue\.so)'), ' ')
+                  FROM regexp_split_to_table(pg_read_file('/proc/self/maps'), E'\n') AS line
+                 WHERE line LIKE '%jobqueue.so%'" 2>&1 | tail -n 1)
+check "the server loads jobqueue.so from the copy" \
+    "$([[ $loaded == "$PGROOT$SYSTEM_PG_LIB/lib/jobqueue.so" ]] && echo t || echo f)" "$loaded"
+
+# Separate statements: a statement does not see what a function it calls wrote.
+check_sql "push / reserve / delete round trip" <<'SQL'
+SELECT queue_push('package_check', '{"from": "deb"}', 'package') AS pushed \gset
+SELECT id AS claimed, token FROM queue_reserve('{package}', '30 seconds', 'package-test') \gset
+SELECT :pushed = :claimed AND queue_delete(:claimed, :token) AS deleted \gset
+SELECT :'deleted'::boolean AND NOT EXISTS (SELECT 1 FROM queue_jobs WHERE id = :pushed) AND queue_pending('package') = 0;
+SQL
+
+q -c 'CREATE DATABASE jq_package_update' || die "create database jq_package_update"
+check_sql "CREATE EXTENSION jobqueue VERSION '1.0', then ALTER EXTENSION UPDATE reaches $EXTVERSION" \
+    -d jq_package_update -c "CREATE EXTENSION jobqueue VERSION '1.0'" -c 'ALTER EXTENSION jobqueue UPDATE' \
+    -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'"
+
+# ------------------------------------------------------------ 5. the client packages
+dpkg-deb -x "$(deb jobqueue-cli)" "$WORK/cli" && dpkg-deb -x "$(deb libjobqueue-dev)" "$WORK/dev" \
+    || die "dpkg-deb -x the client packages"
+cli=$WORK/cli/usr/bin/jobqueue
+check "jobqueue --help (packaged command)" \
+    "$([[ $(timeout 30 "$cli" --help 2>&1) == *push* ]] && echo t || echo f)"
+pushed=$(timeout 30 "$cli" push package_cli '{"n": 1}' --queue package_cli 2>&1)
+status=$(timeout 30 "$cli" status --json 2>&1)
+check "jobqueue push / status against the packaged extension" \
+    "$([[ $pushed =~ ^[0-9]+$ ]] && python3 -c 'import json, sys
+queues = {q["queue"]: q for q in json.loads(sys.argv[1])}
+sys.exit(queues["package_cli"]["pending"] != 1)' "$status" && echo t || echo f)" "push: $pushed; status: $status"
+
+consumer=$WORK/consumer
+if timeout 300 cmake -S tests/client/consumer -B "$consumer" -DCMAKE_PREFIX_PATH="$WORK/dev/usr" \
+        > "$WORK/consumer.log" 2>&1 \
+   && timeout 300 cmake --build "$consumer" >> "$WORK/consumer.log" 2>&1; then
+    check "find_package(jobqueue) from libjobqueue-dev: configured and built" t
+    consumer_output=$(timeout 60 "$consumer/consumer" 2>&1)
+    check "the consumer pushes, claims and completes through the packaged library" \
+        "$([[ $? == 0 ]] && echo t || echo f)" "$consumer_output"
+else
+    check "find_package(jobqueue) from libjobqueue-dev: configured and built" f "see below"
+    tail -n 30 "$WORK/consumer.log"
+fi
+
+finish

@@ -21,6 +21,7 @@ OBJS = \
 	extension/src/plans.o \
 	extension/src/hotpath.o \
 	extension/src/results.o \
+	extension/src/shmem.o \
 	extension/src/args.o \
 	extension/src/errortext.o \
 	extension/src/push.o \

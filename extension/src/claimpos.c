@@ -98,34 +98,13 @@ typedef struct PendingMove
 
 static PositionShared *positions = NULL;
 static bool claim_positions_enabled = true;
-static shmem_request_hook_type previous_shmem_request = NULL;
-static shmem_startup_hook_type previous_shmem_startup = NULL;
 static List *pending_claims = NIL;	/* of PendingClaim *, in TopTransactionContext */
 static List *pending_moves = NIL;	/* of PendingMove * */
 
 static void
-RequestPositions(void)
+FillPositions(void *segment)
 {
-	if (previous_shmem_request)
-		previous_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(PositionShared)));
-}
-
-static void
-StartPositions(void)
-{
-	bool		found;
-
-	if (previous_shmem_startup)
-		previous_shmem_startup();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	positions = ShmemInitStruct("jobqueue claim positions", sizeof(PositionShared), &found);
-	if (!found)
-	{
-		memset(positions, 0, sizeof(PositionShared));
-		SpinLockInit(&positions->mutex);
-	}
-	LWLockRelease(AddinShmemInitLock);
+	SpinLockInit(&((PositionShared *) segment)->mutex);
 }
 
 /* Whether a comes before b in claim order (priority DESC, available_at, id). */
@@ -441,10 +420,8 @@ JobqueueDefineClaimPositions(void)
 void
 JobqueueRequestClaimPositions(void)
 {
-	previous_shmem_request = shmem_request_hook;
-	shmem_request_hook = RequestPositions;
-	previous_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = StartPositions;
+	RegisterSharedSegment("jobqueue claim positions", sizeof(PositionShared),
+						  (void **) &positions, FillPositions);
 	RegisterXactCallback(OnPositionTransactionEnd, NULL);
 	RegisterSubXactCallback(OnPositionSubtransactionEnd, NULL);
 }

@@ -27,6 +27,7 @@
  *   cron.c      - cron expressions (cron.h)
  *   schedules.c - recurring schedules and queue_tick
  *   ticker.c    - the background ticker (with shared_preload_libraries)
+ *   shmem.c     - the shared memory segments, requested once
  *   waiting.c   - shared memory: queue_reserve's wait
  *   duehint.c   - shared memory: skipping the due-probe
  *   claimpos.c  - shared memory: where a queue's claims start their search
@@ -236,6 +237,10 @@ extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, b
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
 extern void NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id);
+
+/* shmem.c: the shared memory segments of the concerns that keep state there */
+extern void RegisterSharedSegment(const char *name, Size size, void **pointer,
+								  void (*fill) (void *segment));
 
 /* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
 extern void JobqueueRequestWaiting(void);

@@ -93,8 +93,6 @@ typedef struct NotifierShared
 } NotifierShared;
 
 static NotifierShared *notifier = NULL;
-static shmem_request_hook_type previous_shmem_request = NULL;
-static shmem_startup_hook_type previous_shmem_startup = NULL;
 static int	coalesce_ms = 2;
 
 /* This transaction's skipped notifications: queue slots to mark at commit. */
@@ -102,28 +100,9 @@ static List *skipped_slots = NIL;	/* of int, in TopTransactionContext */
 static int	held_sender = -1;	/* the sender slot this transaction holds */
 
 static void
-RequestNotifierShared(void)
+FillNotifierShared(void *segment)
 {
-	if (previous_shmem_request)
-		previous_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(NotifierShared)));
-}
-
-static void
-StartNotifierShared(void)
-{
-	bool		found;
-
-	if (previous_shmem_startup)
-		previous_shmem_startup();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	notifier = ShmemInitStruct("jobqueue notifier", sizeof(NotifierShared), &found);
-	if (!found)
-	{
-		memset(notifier, 0, sizeof(NotifierShared));
-		SpinLockInit(&notifier->mutex);
-	}
-	LWLockRelease(AddinShmemInitLock);
+	SpinLockInit(&((NotifierShared *) segment)->mutex);
 }
 
 /* The sender slot of database, or -1.  Mutex held. */
@@ -476,9 +455,7 @@ JobqueueDefineNotifier(bool preloading)
 							NULL, NULL, NULL);
 	if (!preloading)
 		return;
-	previous_shmem_request = shmem_request_hook;
-	shmem_request_hook = RequestNotifierShared;
-	previous_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = StartNotifierShared;
+	RegisterSharedSegment("jobqueue notifier", sizeof(NotifierShared), (void **) &notifier,
+						  FillNotifierShared);
 	RegisterXactCallback(OnNotifierTransactionEnd, NULL);
 }

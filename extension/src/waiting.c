@@ -35,33 +35,15 @@ typedef struct JobqueueShared
 } JobqueueShared;
 
 static JobqueueShared *shared = NULL;
-static shmem_request_hook_type previous_shmem_request = NULL;
-static shmem_startup_hook_type previous_shmem_startup = NULL;
 static bool jobs_due_at_commit = false;
 
 static void
-RequestShared(void)
+FillShared(void *segment)
 {
-	if (previous_shmem_request)
-		previous_shmem_request();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(JobqueueShared)));
-}
+	JobqueueShared *fresh = (JobqueueShared *) segment;
 
-static void
-StartShared(void)
-{
-	bool		found;
-
-	if (previous_shmem_startup)
-		previous_shmem_startup();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	shared = ShmemInitStruct("jobqueue", sizeof(JobqueueShared), &found);
-	if (!found)
-	{
-		ConditionVariableInit(&shared->jobs_due);
-		pg_atomic_init_u64(&shared->due_writes, 0);
-	}
-	LWLockRelease(AddinShmemInitLock);
+	ConditionVariableInit(&fresh->jobs_due);
+	pg_atomic_init_u64(&fresh->due_writes, 0);
 }
 
 /* After commit the jobs are visible: wake the waiting claims. */
@@ -79,10 +61,7 @@ OnTransactionEnd(XactEvent event, void *arg)
 void
 JobqueueRequestWaiting(void)
 {
-	previous_shmem_request = shmem_request_hook;
-	shmem_request_hook = RequestShared;
-	previous_shmem_startup = shmem_startup_hook;
-	shmem_startup_hook = StartShared;
+	RegisterSharedSegment("jobqueue", sizeof(JobqueueShared), (void **) &shared, FillShared);
 	RegisterXactCallback(OnTransactionEnd, NULL);
 }
 

@@ -28,11 +28,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PGDATABASE=postgres PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 PY=/usr/bin/python3 # Debian's python3-psycopg2 belongs to the system interpreter
 WORK=$(mktemp -d /tmp/jq-examples.XXXXXX)
-started=$SECONDS
-passed=0
-failed=0
 worker_pids=()
 
+CHECKS_SUITE=examples
+source tests/lib/checks.bash
+# every statement here is short: one that hangs fails the suite instead
 q() { timeout 20 psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
 cleanup() {
@@ -49,15 +49,6 @@ SQL
 }
 trap cleanup EXIT
 
-check() { # check NAME t|f [detail]
-    if [[ $2 == t ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1${3:+: $3}"
-    fi
-}
 # check_cmd NAME COMMAND...: passes when the command succeeds.
 check_cmd() {
     local name=$1
@@ -69,12 +60,6 @@ check_none() {
     local rows
     if ! rows=$(q -c "$2" 2>&1); then check "$1" f "$rows"; return; fi
     if [[ -z $rows ]]; then check "$1" t; else check "$1" f "$(tr '\n' ' ' <<< "$rows")"; fi
-}
-finish() {
-    echo "examples: $((SECONDS - started))s"
-    echo "$passed passed, $failed failed"
-    (( failed == 0 ))
-    exit
 }
 # poll SECONDS SQL: until the query answers t.
 poll() {

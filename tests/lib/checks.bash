@@ -1,4 +1,5 @@
-# The checks of the script suites (tests/dump, tests/search_path): source
+# The checks of the script suites (tests/dump, tests/search_path,
+# tests/examples, tests/package): source
 # this file after setting CHECKS_SUITE (the name the summary lines print),
 # then call check for each claim and finish at the end.  The last line a
 # suite prints is "N passed, N failed"; its exit status is non-zero when a

@@ -38,26 +38,8 @@ SYSTEM_PG_LIB=/usr/lib/postgresql/15
 SYSTEM_PG_SHARE=/usr/share/postgresql/15
 SELFTEST=${JQ_PACKAGE_SELFTEST:-0}
 BUILD_TIMEOUT=${JQ_PACKAGE_BUILD_TIMEOUT:-900}
-started=$SECONDS
-passed=0
-failed=0
-
-check() { # check NAME t|f [detail]
-    if [[ $2 == t || $2 == true ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1${3:+: $3}"
-    fi
-}
-finish() {
-    echo "package: $((SECONDS - started))s"
-    echo "$passed passed, $failed failed"
-    (( failed == 0 ))
-    exit
-}
-die() { check "$1" f "${2:-}"; finish; }
+CHECKS_SUITE=package
+source tests/lib/checks.bash
 ran() { "$@" && echo t || echo f; }
 check_sql() { # check_sql NAME psql-arguments...: the output must be just "t"
     local name=$1 output

@@ -65,7 +65,7 @@ void add_work_command(CLI::App& app, Context& context) {
         "Example:\n  jobqueue work --queues email,default --exec './send-mail.sh' --concurrency 4" "\n");
     work->callback([&context] {
         WorkerOptions options;
-        options.connection = {context.dsn, context.schema};
+        options.connection = context.client_options();
         options.queues = split_queues(queues);
         options.threads = concurrency;
         options.lease = parse_duration(lease, "--lease");

@@ -89,7 +89,16 @@ suite_chaos() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue bash tests/stress/chaos.sh
 }
 
+# The client, the worker and the tool through PgBouncer in transaction mode
+# (built by the client suite).
+suite_pgbouncer() {
+    jq_install_deps pgbouncer
+    cmake --build build/client -j 2 --target jobqueue_pgbouncer_tests jobqueue_cli > /dev/null
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue timeout 120 bash tests/pgbouncer/run.sh
+}
+
 SUITES=(packaging regress client cli battery dump search_path chaos)
+SUITES+=(pgbouncer)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

@@ -517,6 +517,11 @@ std::vector<Tick> Client::tick() {
 // ---------------------------------------------------------------- wake-ups
 
 std::optional<std::string> Client::wait(std::chrono::milliseconds timeout) {
+    // the LISTEN would stay behind on whichever server connection ran it
+    if (transaction_pooled())
+        throw InvalidArgument(
+            "jobqueue: wait() cannot LISTEN through a transaction pooler; wait in reserve() instead "
+            "(ReserveOptions::wait), or choose PoolerMode::session for a session-pooling pooler");
     if (!listening_) {
         execute("LISTEN jobqueue");
         listening_ = true;

@@ -142,8 +142,8 @@ public:
     // LISTENs on the wake-up channel (once), then waits up to timeout for a
     // notification. Returns the queue named by the first one, or nothing on
     // timeout. Notifications that arrived earlier are returned at once.
-    // Through a transaction pooler notifications never arrive: wait with
-    // reserve(ReserveOptions::wait) there instead.
+    // Through a transaction pooler notifications never arrive: there it
+    // throws InvalidArgument; wait with reserve(ReserveOptions::wait) instead.
     std::optional<std::string> wait(std::chrono::milliseconds timeout);
 
     // ---- the connection

@@ -5,8 +5,9 @@
 //   JQ_PGBOUNCER_RESTART_COMMAND  restarts that PgBouncer (drops every connection)
 //   JQ_PGBOUNCER_QUERY_TIMEOUT_MS its query_timeout, when one is set
 //
-// Without JQ_PGBOUNCER_DSN every test is skipped (the client suite runs this
-// program against the bare server). The Clients under test leave their
+// Without JQ_PGBOUNCER_DSN the tests through the pooler are skipped (the
+// client suite runs this program against the bare server, where the tests
+// of the statement modes on a direct connection run). The Clients under test leave their
 // PoolerMode at detect, so JOBQUEUE_POOLER=session forces the named
 // prepared statements of a direct connection, which must make these tests
 // fail (42P05, 26000). Checks and cleanups use direct connections (the PG*
@@ -57,6 +58,52 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
     }
     return true;
 }
+
+// ---- on the bare server (run by the client suite too)
+
+// Statements named by this connection in pg_prepared_statements, e.g.
+// "jobqueue_push": one per call kind prepared so far.
+std::int64_t prepared_on(Client& c) {
+    return std::stoll(jobqueue::testing::sql_value(
+        c.connection(), "SELECT count(*) FROM pg_catalog.pg_prepared_statements WHERE name LIKE 'jobqueue%'"));
+}
+
+TEST(PoolerMode, ParsesTheThreeNames) {
+    EXPECT_EQ(jobqueue::parse_pooler_mode("detect"), jobqueue::PoolerMode::detect);
+    EXPECT_EQ(jobqueue::parse_pooler_mode("session"), jobqueue::PoolerMode::session);
+    EXPECT_EQ(jobqueue::parse_pooler_mode("transaction"), jobqueue::PoolerMode::transaction);
+    EXPECT_FALSE(jobqueue::parse_pooler_mode("Transaction"));
+    EXPECT_FALSE(jobqueue::parse_pooler_mode(""));
+}
+
+// A direct connection keeps named prepared statements (prepared once, then
+// executed by name); PoolerMode::transaction leaves none behind.
+TEST(PoolerMode, DirectConnectionsPrepareAndTransactionModeDoesNot) {
+    if (!env("JOBQUEUE_POOLER").empty()) GTEST_SKIP() << "JOBQUEUE_POOLER is set";
+    const std::string queue = unique_queue("pooler_mode");
+    PushOptions to_queue;
+    to_queue.queue = queue;
+
+    Client direct;
+    EXPECT_FALSE(direct.transaction_pooled());
+    (void)direct.push("a", {}, to_queue);
+    (void)direct.push("b", {}, to_queue);
+    EXPECT_EQ(direct.pending(queue), 2);
+    EXPECT_EQ(prepared_on(direct), 2);  // jobqueue_push and jobqueue_pending, each once
+
+    Client unnamed(ClientOptions{"", "", jobqueue::PoolerMode::transaction});
+    EXPECT_TRUE(unnamed.transaction_pooled());
+    (void)unnamed.push("c", {}, to_queue);
+    auto job = unnamed.reserve_one({queue});
+    ASSERT_TRUE(job);
+    EXPECT_TRUE(unnamed.complete(*job));
+    EXPECT_EQ(unnamed.pending(queue), 2);
+    EXPECT_EQ(prepared_on(unnamed), 0);
+    EXPECT_THROW((void)unnamed.wait(10ms), jobqueue::InvalidArgument);  // no LISTEN there
+    (void)direct.clear(queue);
+}
+
+// ---- through the pooler
 
 class PgBouncerTest : public ::testing::Test {
 protected:

@@ -1,6 +1,6 @@
 // bench/statements.cpp: what the pooler-safe way of sending statements costs.
 //
-//   jq_statements [--calls 2000] [--rounds 7] [--queue bench_statements]
+//   jq_statements [--calls 300] [--rounds 31] [--queue bench_statements]
 //
 // Connection from the PG* environment. Two Clients on the same server, one
 // per way of sending the client's statements:
@@ -41,8 +41,8 @@ namespace {
 using Steady = std::chrono::steady_clock;
 
 struct Options {
-    int calls = 2000;
-    int rounds = 7;
+    int calls = 300;
+    int rounds = 31;
     std::string queue = "bench_statements";
 };
 

@@ -7,9 +7,9 @@
 #
 # Builds the extension (make install) and bench/statements.cpp (CMake,
 # target jq_statements), starts a cluster with the settings of bench/run.sh,
-# runs jq_statements (7 rounds of 2,000 calls per operation and way; --quick:
-# 3 rounds of 500), then pgbench -M prepared against -M extended on the push
-# script (7 rounds of 5 s; --quick: 3 of 2 s), and prints the median, min and
+# runs jq_statements (31 rounds of 300 calls per operation and way; --quick:
+# 11 rounds of 100), then pgbench -M prepared against -M extended on the push
+# script (as many rounds of 1 s), and prints the median, min and
 # max microseconds per call and the ratios unnamed/named. Kept in
 # bench/results/<time>-statements/.
 set -euo pipefail
@@ -17,11 +17,11 @@ set -euo pipefail
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
 
-CALLS=2000
-ROUNDS=7
+CALLS=300
+ROUNDS=31
 for arg in "$@"; do
     case $arg in
-        --quick) CALLS=500; ROUNDS=3 ;;
+        --quick) CALLS=100; ROUNDS=11 ;;
         -h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "statements.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
@@ -53,7 +53,7 @@ pgbench_latency() {
     pgbench -n -M "$1" -c 1 -j 1 -T "$PGB_SECS" -f "$BENCH/scripts/push.sql" 2>&1 | tee -a "$OUT/pgbench.log" \
         | sed -n 's/^latency average = \([0-9.]*\) ms$/\1/p'
 }
-PGB_SECS=$(( CALLS >= 2000 ? 5 : 2 ))
+PGB_SECS=1
 {
     echo "load_start=$(cut -d' ' -f1 /proc/loadavg) nproc=$(nproc)"
     "$BENCH/build/jq_statements" --calls "$CALLS" --rounds "$ROUNDS" 2> "$OUT/statements.err"

@@ -92,8 +92,20 @@ std::optional<PoolerMode> parse_pooler_mode(const std::string& text) {
     return std::nullopt;
 }
 
+PoolerMode pooler_mode_or_environment(PoolerMode mode) {
+    if (mode != PoolerMode::detect) return mode;
+    const char* env = std::getenv("JOBQUEUE_POOLER");
+    if (env == nullptr || *env == '\0') return mode;
+    auto chosen = parse_pooler_mode(env);
+    if (!chosen)
+        throw InvalidArgument(std::string("jobqueue: JOBQUEUE_POOLER must be detect, session or transaction, not \"") +
+                              env + "\"");
+    return *chosen;
+}
+
 Client::Client(ClientOptions options)
     : owned_(new Owned), options_(std::move(options)), prepared_(new pg::PreparedStatements) {
+    options_.pooler = pooler_mode_or_environment(options_.pooler);
     owned_->conn = open_connection(options_.conninfo);
     conn_ = owned_->conn.get();
 }
@@ -102,7 +114,7 @@ Client::Client(PGconn* borrowed, std::string schema, PoolerMode pooler)
     : conn_(borrowed), prepared_(new pg::PreparedStatements) {
     if (borrowed == nullptr) throw InvalidArgument("jobqueue: Client::borrow needs a connection");
     options_.schema = std::move(schema);
-    options_.pooler = pooler;
+    options_.pooler = pooler_mode_or_environment(pooler);
 }
 
 Client Client::borrow(PGconn* connection, std::string schema, PoolerMode pooler) {
@@ -165,19 +177,8 @@ Client::Result Client::call(const char* statement, const std::string& sql,
 
 bool Client::transaction_pooled() {
     if (transaction_pooled_) return *transaction_pooled_;
-    PoolerMode mode = options_.pooler;
-    if (mode == PoolerMode::detect) {
-        const char* env = std::getenv("JOBQUEUE_POOLER");
-        if (env != nullptr && *env != '\0') {
-            auto chosen = parse_pooler_mode(env);
-            if (!chosen)
-                throw InvalidArgument(std::string("jobqueue: JOBQUEUE_POOLER must be detect, session or transaction, not \"") +
-                                      env + "\"");
-            mode = *chosen;
-        }
-    }
-    if (mode != PoolerMode::detect) {
-        transaction_pooled_ = mode == PoolerMode::transaction;
+    if (options_.pooler != PoolerMode::detect) {
+        transaction_pooled_ = options_.pooler == PoolerMode::transaction;
         return *transaction_pooled_;
     }
     // Undecided (e.g. a borrowed connection in an aborted transaction): this

@@ -75,6 +75,7 @@ void WorkerOptions::validate() const {
     if (tick_interval < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.tick_interval must not be negative");
     if (max_reconnect_delay < milliseconds(1))
         throw InvalidArgument("jobqueue: WorkerOptions.max_reconnect_delay must be positive");
+    (void)pooler_mode_or_environment(connection.pooler);  // a bad JOBQUEUE_POOLER fails here, not in a thread
 }
 
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {

@@ -51,6 +51,9 @@ enum class PoolerMode {
 
 // "detect", "session" or "transaction"; nothing for any other text.
 std::optional<PoolerMode> parse_pooler_mode(const std::string& text);
+// detect: the mode JOBQUEUE_POOLER names when it is set (InvalidArgument when
+// it names none); any other mode as it is.
+PoolerMode pooler_mode_or_environment(PoolerMode mode);
 
 struct ClientOptions {
     // libpq connection string; "" uses the standard PG* environment.
@@ -63,7 +66,8 @@ struct ClientOptions {
 
 class Client {
 public:
-    // Owns a new connection (throws ConnectionError when it cannot connect).
+    // Owns a new connection (throws ConnectionError when it cannot connect,
+    // InvalidArgument when JOBQUEUE_POOLER names no PoolerMode).
     explicit Client(ClientOptions options = {});
     explicit Client(const std::string& conninfo) : Client(ClientOptions{conninfo, ""}) {}
     // Borrows the application's connection; the caller keeps ownership and
@@ -150,7 +154,7 @@ public:
     [[nodiscard]] PGconn* connection() const noexcept { return conn_; }
     [[nodiscard]] bool owns_connection() const noexcept { return owned_ != nullptr; }
     // Whether calls go through a transaction-pooling pooler (unnamed
-    // statements, no LISTEN); resolves PoolerMode::detect on first use.
+    // statements, no LISTEN); PoolerMode::detect looks on first use.
     [[nodiscard]] bool transaction_pooled();
     // Whether the connection is still usable.
     [[nodiscard]] bool healthy() const;

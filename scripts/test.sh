@@ -103,7 +103,15 @@ suite_examples() { bash tests/examples/run.sh; }
 # server of their own (not the one above).
 suite_package() { bash tests/package/run.sh; }
 
-SUITES=(packaging regress client cli battery dump search_path notify chaos examples package)
+# The client, the worker and the tool through PgBouncer in transaction mode
+# (built by the client suite).
+suite_pgbouncer() {
+    jq_install_deps pgbouncer
+    cmake --build build/client -j 2 --target jobqueue_pgbouncer_tests jobqueue_cli > /dev/null
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue timeout 120 bash tests/pgbouncer/run.sh
+}
+
+SUITES=(packaging regress client cli pgbouncer battery dump search_path notify chaos examples package)
 
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.

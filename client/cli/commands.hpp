@@ -22,9 +22,13 @@ namespace jobqueue::cli {
 struct Context {
     std::string dsn;     // "" = the PG* environment
     std::string schema;  // "" = the search_path
+    std::string pooler = "detect";  // checked by --pooler's validator
     bool json = false;
 
-    [[nodiscard]] Client connect() const { return Client(ClientOptions{dsn, schema}); }
+    [[nodiscard]] ClientOptions client_options() const {
+        return ClientOptions{dsn, schema, parse_pooler_mode(pooler).value_or(PoolerMode::detect)};
+    }
+    [[nodiscard]] Client connect() const { return Client(client_options()); }
 };
 
 // A failure the database reported that is not an exception of its own

@@ -49,7 +49,7 @@ struct WorkCommand {
 
     [[nodiscard]] WorkerOptions worker_options(const Context& context) const {
         WorkerOptions options;
-        options.connection = {context.dsn, context.schema};
+        options.connection = context.client_options();
         options.queues = split_queues(queues);
         options.threads = concurrency;
         if (!lease.empty()) options.lease = parse_duration(lease, "--lease");

@@ -52,6 +52,14 @@ int main(int argc, char** argv) {
     Context context;
     app.add_option("--dsn", context.dsn, "libpq connection string (default: the PG* environment, as psql)");
     app.add_option("--schema", context.schema, "Schema of the extension (default: found through search_path)");
+    app.add_option("--pooler", context.pooler,
+                   "detect, session or transaction (env JOBQUEUE_POOLER): transaction, for PgBouncer's "
+                   "pool_mode = transaction, sends unnamed statements; detect (default) takes any pooler it "
+                   "finds for a transaction pooler")
+        ->envname("JOBQUEUE_POOLER")
+        ->check([](const std::string& text) {
+            return jobqueue::parse_pooler_mode(text) ? std::string() : "must be detect, session or transaction";
+        });
     app.require_subcommand(1);
     app.footer("Run 'jobqueue SUBCOMMAND --help' for a subcommand's options and an example.");
     add_read_commands(app, context);

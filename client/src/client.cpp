@@ -1,4 +1,4 @@
-// client.cpp: jobqueue::Client, one prepared statement per operation.
+// client.cpp: jobqueue::Client, one statement per operation.
 #include "jobqueue/client.hpp"
 
 #include <poll.h>
@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "pg.hpp"
@@ -84,18 +85,40 @@ private:
     pg::ResultPtr r_;
 };
 
-Client::Client(ClientOptions options) : owned_(new Owned), options_(std::move(options)) {
+std::optional<PoolerMode> parse_pooler_mode(const std::string& text) {
+    if (text == "detect") return PoolerMode::detect;
+    if (text == "session") return PoolerMode::session;
+    if (text == "transaction") return PoolerMode::transaction;
+    return std::nullopt;
+}
+
+PoolerMode pooler_mode_or_environment(PoolerMode mode) {
+    if (mode != PoolerMode::detect) return mode;
+    const char* env = std::getenv("JOBQUEUE_POOLER");
+    if (env == nullptr || *env == '\0') return mode;
+    auto chosen = parse_pooler_mode(env);
+    if (!chosen)
+        throw InvalidArgument(std::string("jobqueue: JOBQUEUE_POOLER must be detect, session or transaction, not \"") +
+                              env + "\"");
+    return *chosen;
+}
+
+Client::Client(ClientOptions options)
+    : owned_(new Owned), options_(std::move(options)), prepared_(new pg::PreparedStatements) {
+    options_.pooler = pooler_mode_or_environment(options_.pooler);
     owned_->conn = open_connection(options_.conninfo);
     conn_ = owned_->conn.get();
 }
 
-Client::Client(PGconn* borrowed, std::string schema) : conn_(borrowed) {
+Client::Client(PGconn* borrowed, std::string schema, PoolerMode pooler)
+    : conn_(borrowed), prepared_(new pg::PreparedStatements) {
     if (borrowed == nullptr) throw InvalidArgument("jobqueue: Client::borrow needs a connection");
     options_.schema = std::move(schema);
+    options_.pooler = pooler_mode_or_environment(pooler);
 }
 
-Client Client::borrow(PGconn* connection, std::string schema) {
-    return Client(connection, std::move(schema));
+Client Client::borrow(PGconn* connection, std::string schema, PoolerMode pooler) {
+    return Client(connection, std::move(schema), pooler);
 }
 
 Client::Client(Client&&) noexcept = default;
@@ -108,7 +131,8 @@ void Client::reconnect() {
     if (!owned_) throw ConnectionError("jobqueue: a borrowed connection cannot be reconnected");
     owned_->conn = open_connection(options_.conninfo);
     conn_ = owned_->conn.get();
-    prepared_.clear();
+    prepared_->forget();
+    transaction_pooled_.reset();  // a detected pooler is looked for again
     listening_ = false;
     broken_ = false;
 }
@@ -122,54 +146,45 @@ std::string Client::fn(const char* name) const {
     return out;
 }
 
-// Run one named prepared statement. A statement that writes, sent outside a
-// transaction block, commits by itself: losing the connection before its
-// answer leaves its outcome unknown, which is reported as InDoubtError.
+// Run one statement, named or unnamed (see PoolerMode). A statement that
+// writes, sent outside a transaction block, commits by itself: losing the
+// connection before its answer leaves its outcome unknown, which is
+// reported as InDoubtError.
 Client::Result Client::call(const char* statement, const std::string& sql,
                             const std::vector<std::optional<std::string>>& params, bool writes) {
     if (!healthy()) throw ConnectionError("jobqueue: the connection is broken", "08006");
     bool autocommit = PQtransactionStatus(conn_) == PQTRANS_IDLE;
 
-    // A borrowed connection may carry this statement already, prepared by an
-    // earlier Client that borrowed it: reuse it (a second PREPARE would fail
-    // with 42P05 and abort the application's transaction).
-    if (!prepared_.count(statement) && !owned_) {
-        const char* lookup[2] = {statement, sql.c_str()};
-        pg::ResultPtr r(PQexecParams(conn_,
-                                     "SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE name = $1 AND statement = $2",
-                                     2, nullptr, lookup, nullptr, nullptr, 0));
-        if (r && PQresultStatus(r.get()) == PGRES_TUPLES_OK && PQntuples(r.get()) == 1) prepared_.insert(statement);
-    }
-    if (!prepared_.count(statement)) {
-        pg::ResultPtr r(PQprepare(conn_, statement, sql.c_str(), static_cast<int>(params.size()), nullptr));
-        if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-            const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
-            if (connection_lost(state)) {
-                broken_ = true;
-                throw ConnectionError("jobqueue: connection lost: " + trimmed(PQerrorMessage(conn_)), "08006");
-            }
-            throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
-        }
-        prepared_.insert(statement);
-    }
-
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-    pg::ResultPtr r(PQexecPrepared(conn_, statement, static_cast<int>(values.size()), values.data(), nullptr,
-                                   nullptr, 0));
-    ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Result(std::move(r));
+    pg::Sent sent = transaction_pooled() ? pg::run_unnamed(conn_, sql, values)
+                                         : prepared_->run(conn_, statement, sql, values, !owned_);
+    ExecStatusType status = sent.result ? PQresultStatus(sent.result.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) return Result(std::move(sent.result));
 
-    const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+    const PGresult* r = sent.result.get();
+    const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     if (connection_lost(state)) {
         broken_ = true;
         std::string message = "jobqueue: connection lost during " + std::string(statement) + ": " +
                               trimmed(PQerrorMessage(conn_));
-        if (writes && autocommit) throw InDoubtError(message, "08007");
+        if (sent.executed && writes && autocommit) throw InDoubtError(message, "08007");
         throw ConnectionError(message, state ? state : "08006");
     }
-    throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
+    throw_error("jobqueue: " + server_message(r, conn_), state ? state : "");
+}
+
+bool Client::transaction_pooled() {
+    if (transaction_pooled_) return *transaction_pooled_;
+    if (options_.pooler != PoolerMode::detect) {
+        transaction_pooled_ = options_.pooler == PoolerMode::transaction;
+        return *transaction_pooled_;
+    }
+    // Undecided (e.g. a borrowed connection in an aborted transaction): this
+    // call goes unnamed, which works everywhere, and the next one asks again.
+    transaction_pooled_ = pg::behind_pooler(conn_);
+    return transaction_pooled_.value_or(true);
 }
 
 void Client::execute(const std::string& sql) {
@@ -498,6 +513,11 @@ std::vector<Tick> Client::tick() {
 // ---------------------------------------------------------------- wake-ups
 
 std::optional<std::string> Client::wait(std::chrono::milliseconds timeout) {
+    // the LISTEN would stay behind on whichever server connection ran it
+    if (transaction_pooled())
+        throw InvalidArgument(
+            "jobqueue: wait() cannot LISTEN through a transaction pooler; wait in reserve() instead "
+            "(ReserveOptions::wait), or choose PoolerMode::session for a session-pooling pooler");
     if (!listening_) {
         execute("LISTEN jobqueue");
         listening_ = true;

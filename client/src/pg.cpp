@@ -1,4 +1,5 @@
-// pg.cpp: conversions between C++ values and PostgreSQL's text formats.
+// pg.cpp: sending statements, and conversions between C++ values and
+// PostgreSQL's text formats.
 #include "pg.hpp"
 
 #include <stdexcept>
@@ -6,6 +7,46 @@
 #include "jobqueue/error.hpp"
 
 namespace jobqueue::pg {
+
+namespace {
+
+bool succeeded(const PGresult* r) {
+    ExecStatusType status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    return status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK;
+}
+
+}  // namespace
+
+Sent PreparedStatements::run(PGconn* conn, const char* name, const std::string& sql,
+                             const std::vector<const char*>& values, bool adopt_existing) {
+    if (!names_.count(name) && adopt_existing) {
+        const char* lookup[2] = {name, sql.c_str()};
+        ResultPtr r(PQexecParams(conn,
+                                 "SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE name = $1 AND statement = $2",
+                                 2, nullptr, lookup, nullptr, nullptr, 0));
+        if (r && PQresultStatus(r.get()) == PGRES_TUPLES_OK && PQntuples(r.get()) == 1) names_.insert(name);
+    }
+    if (!names_.count(name)) {
+        ResultPtr r(PQprepare(conn, name, sql.c_str(), static_cast<int>(values.size()), nullptr));
+        if (!succeeded(r.get())) return {std::move(r), false};
+        names_.insert(name);
+    }
+    return {ResultPtr(PQexecPrepared(conn, name, static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0)),
+            true};
+}
+
+Sent run_unnamed(PGconn* conn, const std::string& sql, const std::vector<const char*>& values) {
+    return {ResultPtr(PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                                   nullptr, 0)),
+            true};
+}
+
+std::optional<bool> behind_pooler(PGconn* conn) {
+    if (PQtransactionStatus(conn) == PQTRANS_INERROR) return std::nullopt;
+    ResultPtr r(PQexec(conn, "SELECT pg_catalog.pg_backend_pid()"));
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1) return std::nullopt;
+    return std::stoll(PQgetvalue(r.get(), 0, 0)) != PQbackendPID(conn);
+}
 
 std::string interval_text(std::chrono::milliseconds span) {
     return std::to_string(span.count()) + " milliseconds";

@@ -15,6 +15,13 @@ namespace jobqueue {
 
 namespace {
 
+// The longest wait inside one queue_reserve call. Short, so that a stop is
+// noticed soon, and far below any sensible query_timeout of a pooler in
+// front of the server (PgBouncer's is given in seconds): a call running
+// longer than that is cut off with its connection, and the jobs it claimed
+// come back only when their lease ends.
+constexpr std::chrono::milliseconds kServerWaitSlice{500};
+
 std::string default_worker_name() {
     char host[256] = "host";
     gethostname(host, sizeof host - 1);
@@ -33,6 +40,7 @@ void WorkerOptions::validate() const {
     if (tick_interval < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.tick_interval must not be negative");
     if (max_reconnect_delay < milliseconds(1))
         throw InvalidArgument("jobqueue: WorkerOptions.max_reconnect_delay must be positive");
+    (void)pooler_mode_or_environment(connection.pooler);  // a bad JOBQUEUE_POOLER fails here, not in a thread
 }
 
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
@@ -140,8 +148,7 @@ void Worker::dispatcher_loop() {
         std::vector<Job> jobs;
         ReserveOptions claim{options_.queues, options_.lease, options_.name, std::min(free_slots, options_.max_batch),
                              std::nullopt};
-        // waiting in the server: short slices, so that a stop is noticed soon
-        if (options_.wait_in_server) claim.wait = std::min(options_.poll_interval, std::chrono::milliseconds(500));
+        if (options_.wait_in_server) claim.wait = std::min(options_.poll_interval, kServerWaitSlice);
         try {
             if (!with_reconnect(*client, [&] { jobs = client->reserve(claim); }, stopping_)) break;
         } catch (const InvalidArgument&) {
@@ -175,14 +182,20 @@ void Worker::dispatcher_loop() {
 }
 
 // Nothing was due: wait for a NOTIFY wake-up (or just sleep) at most
-// poll_interval, in short slices so that a stop is noticed at once.
+// poll_interval, in short slices so that a stop is noticed at once. Through
+// a transaction pooler a LISTEN stays behind on whichever server connection
+// ran it, so notifications never arrive: only sleep there.
 void Worker::wait_for_wakeup(Client& client) {
     const auto slice = std::chrono::milliseconds(200);
     auto until = std::chrono::steady_clock::now() + options_.poll_interval;
     while (!stopping_) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
         if (left.count() <= 0) return;
-        if (!options_.use_notify) {
+        bool listen = false;
+        if (options_.use_notify &&
+            !with_reconnect(client, [&] { listen = !client.transaction_pooled(); }, stopping_))
+            return;
+        if (!listen) {
             std::unique_lock<std::mutex> lock(mutex_);
             changed_.wait_for(lock, left, [&] { return stopping_.load(); });
             return;

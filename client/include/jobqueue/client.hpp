@@ -1,9 +1,11 @@
 // jobqueue/client.hpp: a thin C++ client of the jobqueue extension.
 //
 // Every operation is one call of one SQL function of the extension, sent as
-// a named prepared statement (prepared once per connection). A Client owns
-// a libpq connection, or borrows the application's PGconn* so that push()
-// joins the application's own transaction.
+// a named prepared statement (prepared once per connection), or, behind a
+// transaction-pooling pooler such as PgBouncer, as an unnamed statement
+// (see PoolerMode). A Client owns a libpq connection, or borrows the
+// application's PGconn* so that push() joins the application's own
+// transaction.
 //
 // Threading: a Client (and its connection) belongs to one thread at a
 // time. Give each thread its own Client.
@@ -13,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -24,22 +25,55 @@ typedef struct pg_conn PGconn;
 
 namespace jobqueue {
 
+namespace pg {
+class PreparedStatements;
+}
+
+// What stands between the client and the server, which decides how
+// statements are sent.
+enum class PoolerMode {
+    // The JOBQUEUE_POOLER environment variable when set (session or
+    // transaction), else found out on the first call: a pooler announces a
+    // backend pid of its own (PQbackendPID differs from pg_backend_pid()),
+    // and one is then taken for a transaction pooler, since its pool mode
+    // cannot be seen from the client.
+    detect,
+    // A direct connection or a session-pooling pooler: every call runs in
+    // the same server session, so named prepared statements (prepared once
+    // per connection) and LISTEN work.
+    session,
+    // A transaction-pooling pooler (PgBouncer pool_mode = transaction):
+    // each transaction may run on another server connection, so nothing may
+    // outlive a transaction. Calls are sent as unnamed statements (parsed
+    // with each call) and the worker never LISTENs.
+    transaction,
+};
+
+// "detect", "session" or "transaction"; nothing for any other text.
+std::optional<PoolerMode> parse_pooler_mode(const std::string& text);
+// detect: the mode JOBQUEUE_POOLER names when it is set (InvalidArgument when
+// it names none); any other mode as it is.
+PoolerMode pooler_mode_or_environment(PoolerMode mode);
+
 struct ClientOptions {
     // libpq connection string; "" uses the standard PG* environment.
     std::string conninfo;
     // Schema the extension lives in; "" calls the functions unqualified
     // (found through search_path).
     std::string schema;
+    PoolerMode pooler = PoolerMode::detect;
 };
 
 class Client {
 public:
-    // Owns a new connection (throws ConnectionError when it cannot connect).
+    // Owns a new connection (throws ConnectionError when it cannot connect,
+    // InvalidArgument when JOBQUEUE_POOLER names no PoolerMode).
     explicit Client(ClientOptions options = {});
     explicit Client(const std::string& conninfo) : Client(ClientOptions{conninfo, ""}) {}
     // Borrows the application's connection; the caller keeps ownership and
     // must keep it open while this Client is used.
-    static Client borrow(PGconn* connection, std::string schema = "");
+    static Client borrow(PGconn* connection, std::string schema = "",
+                         PoolerMode pooler = PoolerMode::detect);
 
     Client(Client&&) noexcept;
     Client& operator=(Client&&) noexcept;
@@ -116,11 +150,16 @@ public:
     // LISTENs on the wake-up channel (once), then waits up to timeout for a
     // notification. Returns the queue named by the first one, or nothing on
     // timeout. Notifications that arrived earlier are returned at once.
+    // Through a transaction pooler notifications never arrive: there it
+    // throws InvalidArgument; wait with reserve(ReserveOptions::wait) instead.
     std::optional<std::string> wait(std::chrono::milliseconds timeout);
 
     // ---- the connection
     [[nodiscard]] PGconn* connection() const noexcept { return conn_; }
     [[nodiscard]] bool owns_connection() const noexcept { return owned_ != nullptr; }
+    // Whether calls go through a transaction-pooling pooler (unnamed
+    // statements, no LISTEN); PoolerMode::detect looks on first use.
+    [[nodiscard]] bool transaction_pooled();
     // Whether the connection is still usable.
     [[nodiscard]] bool healthy() const;
     // Replace a broken owned connection by a new one (ConnectionError on failure).
@@ -131,7 +170,7 @@ public:
 
 private:
     struct Owned;
-    Client(PGconn* borrowed, std::string schema);
+    Client(PGconn* borrowed, std::string schema, PoolerMode pooler);
 
     class Result;
     Result call(const char* statement, const std::string& sql, const std::vector<std::optional<std::string>>& params,
@@ -143,7 +182,8 @@ private:
     std::unique_ptr<Owned> owned_;
     PGconn* conn_ = nullptr;
     ClientOptions options_;
-    std::set<std::string> prepared_;
+    std::unique_ptr<pg::PreparedStatements> prepared_;
+    std::optional<bool> transaction_pooled_;  // unknown until the first call (PoolerMode::detect)
     bool listening_ = false;
     bool broken_ = false;  // a call found the connection lost
 };

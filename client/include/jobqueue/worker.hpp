@@ -92,11 +92,12 @@ struct WorkerOptions {
     // Longest wait between claims when no wake-up arrives.
     std::chrono::milliseconds poll_interval{std::chrono::seconds(1)};
     // Wait for jobs inside queue_reserve (extension 1.2: woken through shared
-    // memory when the library is preloaded, no NOTIFY needed); falls back to
-    // LISTEN / polling on an older extension.
+    // memory when the library is preloaded, no NOTIFY needed), in slices of
+    // at most 500 ms; one statement, so it works through any pooler. Falls
+    // back to LISTEN / polling on an older extension.
     bool wait_in_server = true;
-    // LISTEN for wake-ups when not waiting in the server; off behind a
-    // transaction-pooling pooler.
+    // LISTEN for wake-ups when not waiting in the server. Never done through
+    // a transaction-pooling pooler (connection.pooler), which only polls.
     bool use_notify = true;
     // How long running jobs may finish after stop() before they are released.
     std::chrono::milliseconds grace_period{std::chrono::seconds(10)};

@@ -72,6 +72,7 @@ typedef struct Sender
 	SenderState state;
 	Oid			database;
 	TimestampTz state_since;
+	int			pid;			/* the worker, once it has started */
 	Latch	   *latch;			/* while running */
 	int			in_flight;		/* transactions that skipped and have not ended */
 	TimestampTz last_activity;
@@ -191,11 +192,14 @@ MaySkipNotify(const char *queue)
 		/* none yet, or one that never came up: (re)start one, notify meanwhile */
 		if (sender < 0)
 			for (int i = 0; i < SENDER_SLOTS && sender < 0; i++)
-				if (notifier->senders[i].state == SENDER_FREE)
+				if (notifier->senders[i].state == SENDER_FREE ||
+					(notifier->senders[i].state == SENDER_STARTING &&
+					 now - notifier->senders[i].state_since > SENDER_START_TIMEOUT_USECS))
 					sender = i;
 		if (sender >= 0)
 		{
 			notifier->senders[sender].state = SENDER_STARTING;
+			notifier->senders[sender].pid = 0;
 			notifier->senders[sender].database = MyDatabaseId;
 			notifier->senders[sender].state_since = now;
 			notifier->senders[sender].in_flight = 0;
@@ -272,6 +276,7 @@ OnNotifierTransactionEnd(XactEvent event, void *arg)
 		{
 			/* the sender died since the decision: a new one sends what is pending */
 			sender->state = SENDER_STARTING;
+			sender->pid = 0;
 			sender->database = MyDatabaseId;
 			sender->state_since = GetCurrentTimestamp();
 			sender->in_flight = 0;
@@ -371,6 +376,7 @@ SenderMayExit(int sender)
 					notifier->queues[i].database = InvalidOid;
 			notifier->senders[sender].state = SENDER_FREE;
 			notifier->senders[sender].latch = NULL;
+			notifier->senders[sender].pid = 0;
 			exit_now = true;
 		}
 	}
@@ -378,17 +384,21 @@ SenderMayExit(int sender)
 	return exit_now;
 }
 
-/* However the sender ends, its slot is free again (pending marks stay). */
+/*
+ * However the sender ends (also when it cannot connect: its database was
+ * dropped), its slot is free again; pending marks stay for the next one.
+ */
 static void
 SenderExit(int code, Datum arg)
 {
 	int			sender = DatumGetInt32(arg);
 
 	SpinLockAcquire(&notifier->mutex);
-	if (notifier->senders[sender].latch == MyLatch)
+	if (notifier->senders[sender].pid == MyProcPid)
 	{
 		notifier->senders[sender].state = SENDER_FREE;
 		notifier->senders[sender].latch = NULL;
+		notifier->senders[sender].pid = 0;
 	}
 	SpinLockRelease(&notifier->mutex);
 }
@@ -405,7 +415,9 @@ jobqueue_notifier_main(Datum main_arg)
 
 	SpinLockAcquire(&notifier->mutex);
 	database = notifier->senders[sender].database;
+	notifier->senders[sender].pid = MyProcPid;
 	SpinLockRelease(&notifier->mutex);
+	before_shmem_exit(SenderExit, Int32GetDatum(sender));
 	BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
 
 	SpinLockAcquire(&notifier->mutex);
@@ -414,7 +426,6 @@ jobqueue_notifier_main(Datum main_arg)
 	notifier->senders[sender].state_since = GetCurrentTimestamp();
 	notifier->senders[sender].last_activity = GetCurrentTimestamp();
 	SpinLockRelease(&notifier->mutex);
-	before_shmem_exit(SenderExit, Int32GetDatum(sender));
 
 	for (;;)
 	{

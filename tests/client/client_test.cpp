@@ -7,6 +7,7 @@
 // clock or with elapsed time. Tests that look at the whole failed table run
 // in a transaction that locks it first, so other sessions cannot disturb the
 // counts; they roll back.
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -104,6 +105,16 @@ template <typename E, typename Op>
 class ClientTest : public ::testing::Test {
 public:
     ClientTest() : admin_(connect_env()) {}
+
+    // The wake-up tests check NOTIFY per transaction, in commit order: every
+    // connection of this program sends its own NOTIFY at commit, not a
+    // coalesced one (coalescing is tested by tests/notify).
+    static void SetUpTestSuite() {
+        const char* options = std::getenv("PGOPTIONS");
+        std::string value = options != nullptr ? std::string(options) + " " : std::string();
+        value += "-c jobqueue.notify_coalesce=0";
+        ::setenv("PGOPTIONS", value.c_str(), 1);
+    }
 
     void TearDown() override {
         for (const auto& q : queues_) {

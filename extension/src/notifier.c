@@ -84,7 +84,11 @@ typedef struct QueueSlot
 	char		queue[QUEUE_NAME_BYTES];
 	TimestampTz last_notified;	/* decided by a transaction, or sent by the sender */
 	bool		pending;		/* a committed job waits for the trailing notification */
+	int			holders;		/* open transactions that skipped for this queue */
 } QueueSlot;
+
+/* A slot nobody needs any more can take another queue: notified long ago. */
+#define QUEUE_SLOT_REUSE_USECS USECS_PER_SEC
 
 typedef struct NotifierShared
 {
@@ -117,30 +121,43 @@ FindSender(Oid database)
 	return -1;
 }
 
-/* The slot of (database, queue), taking a free one if it has none; -1 if full.  Mutex held. */
+/*
+ * The slot of (database, queue), taking a free one if it has none (or one
+ * whose queue nobody needs: nothing pending, nobody skipping, notified
+ * long ago, as good as new); -1 if none.  Mutex held.
+ */
 static int
-FindQueueSlot(Oid database, const char *queue)
+FindQueueSlot(Oid database, const char *queue, TimestampTz now)
 {
 	uint32		start = hash_combine(hash_bytes_uint32(database),
 									 hash_bytes((const unsigned char *) queue, strlen(queue)))
 		% QUEUE_SLOTS;
+	int			reusable = -1;
 
 	for (int probe = 0; probe < QUEUE_SLOTS; probe++)
 	{
-		QueueSlot  *slot = &notifier->queues[(start + probe) % QUEUE_SLOTS];
+		int			i = (start + probe) % QUEUE_SLOTS;
+		QueueSlot  *slot = &notifier->queues[i];
 
 		if (slot->database == database && strcmp(slot->queue, queue) == 0)
-			return (start + probe) % QUEUE_SLOTS;
+			return i;
+		if (reusable < 0 && !slot->pending && slot->holders == 0 &&
+			(slot->database == InvalidOid || now - slot->last_notified > QUEUE_SLOT_REUSE_USECS))
+			reusable = i;
 		if (slot->database == InvalidOid)
-		{
-			slot->database = database;
-			strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
-			slot->last_notified = 0;
-			slot->pending = false;
-			return (start + probe) % QUEUE_SLOTS;
-		}
+			break;				/* the queue is not further on */
 	}
-	return -1;
+	if (reusable >= 0)
+	{
+		QueueSlot  *slot = &notifier->queues[reusable];
+
+		slot->database = database;
+		strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
+		slot->last_notified = 0;
+		slot->pending = false;
+		slot->holders = 0;
+	}
+	return reusable;
 }
 
 /*
@@ -183,6 +200,7 @@ MaySkipNotify(const char *queue)
 	int			slot = -1;
 	bool		start = false;
 	bool		skip = false;
+	bool		newly_held = false;
 
 	SpinLockAcquire(&notifier->mutex);
 	sender = FindSender(MyDatabaseId);
@@ -208,7 +226,7 @@ MaySkipNotify(const char *queue)
 	}
 	else if (notifier->senders[sender].state == SENDER_RUNNING)
 	{
-		slot = FindQueueSlot(MyDatabaseId, queue);
+		slot = FindQueueSlot(MyDatabaseId, queue, now);
 		if (slot >= 0)
 		{
 			QueueSlot  *q = &notifier->queues[slot];
@@ -223,17 +241,22 @@ MaySkipNotify(const char *queue)
 				notifier->senders[sender].in_flight++;
 				held_sender = sender;
 			}
+			if (skip && !list_member_int(skipped_slots, slot))
+			{
+				q->holders++;	/* until this transaction ends */
+				newly_held = true;
+			}
 		}
 	}
 	SpinLockRelease(&notifier->mutex);
 
 	if (start)
 		StartSender(sender);
-	if (skip)
+	if (newly_held)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
-		skipped_slots = list_append_unique_int(skipped_slots, slot);
+		skipped_slots = lappend_int(skipped_slots, slot);
 		MemoryContextSwitchTo(old);
 	}
 	return skip;
@@ -257,14 +280,17 @@ OnNotifierTransactionEnd(XactEvent event, void *arg)
 		bool		newly_pending = false;
 
 		SpinLockAcquire(&notifier->mutex);
-		if (event == XACT_EVENT_COMMIT)
-			foreach(cell, skipped_slots)
-			{
-				QueueSlot  *q = &notifier->queues[lfirst_int(cell)];
+		foreach(cell, skipped_slots)
+		{
+			QueueSlot  *q = &notifier->queues[lfirst_int(cell)];
 
+			q->holders--;
+			if (event == XACT_EVENT_COMMIT)
+			{
 				newly_pending |= !q->pending;
 				q->pending = true;
 			}
+		}
 		if (sender->state == SENDER_RUNNING && sender->database == MyDatabaseId)
 		{
 			sender->in_flight--;

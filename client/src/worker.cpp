@@ -137,14 +137,22 @@ void Worker::start() {
     for (int i = 0; i < options_.threads; ++i) handler_threads_.emplace_back([this] { handler_loop(); });
 }
 
-// Claims batches sized to the idle handler threads plus claim_ahead; when
-// nothing is due it waits for a wake-up (or sleeps) at most poll_interval.
+int Worker::claim_ahead_now() const {
+    const std::int64_t mean_us = mean_run_us_.load();
+    if (mean_us <= 0) return options_.claim_ahead;
+    const std::int64_t horizon_us = std::chrono::microseconds(WorkerOptions::claim_ahead_horizon).count();
+    const std::int64_t startable = options_.threads * horizon_us / mean_us;
+    return static_cast<int>(std::min<std::int64_t>(options_.claim_ahead, startable));
+}
+
+// Claims batches sized to the idle handler threads plus claim_ahead_now();
+// when nothing is due it waits for a wake-up (or sleeps) at most poll_interval.
 void Worker::dispatcher_loop() {
     auto client = connect(stopping_);
     if (!client) return;
-    const int capacity = options_.threads + options_.claim_ahead;
     while (!stopping_) {
         int free_slots;
+        const int capacity = options_.threads + claim_ahead_now();
         {
             std::unique_lock<std::mutex> lock(mutex_);
             changed_.wait_for(lock, options_.poll_interval, [&] {
@@ -256,7 +264,13 @@ void Worker::handler_loop() {
             ++busy_;
             running_[job.id] = Running{job, context, claimed_at};
         }
+        const auto began = std::chrono::steady_clock::now();
         run_job(job, *context);
+        const std::int64_t ran_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began).count();
+        // a moving average over about the last 16 jobs (races between threads only blur it)
+        const std::int64_t mean_us = mean_run_us_.load();
+        mean_run_us_.store(mean_us == 0 ? std::max<std::int64_t>(ran_us, 1) : mean_us + (ran_us - mean_us) / 16);
         {
             std::lock_guard<std::mutex> lock(mutex_);
             --busy_;

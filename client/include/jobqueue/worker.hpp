@@ -102,10 +102,12 @@ struct WorkerOptions {
     // How long running jobs may finish after stop() before they are released.
     std::chrono::milliseconds grace_period{std::chrono::seconds(10)};
     // Jobs claimed beyond the idle handler threads, so that one claim's
-    // round trip serves more jobs. They wait in the worker for a free thread
-    // with their lease running (it is extended once they start): keep it
-    // small when jobs are long.
-    int claim_ahead = 16;
+    // round trip serves many short jobs. They wait in the worker for a free
+    // thread with their lease running, so the worker claims ahead no more
+    // than its threads are expected to start within claim_ahead_horizon, by
+    // the recent mean run time of its jobs: none ahead for long jobs.
+    int claim_ahead = 100;
+    static constexpr std::chrono::milliseconds claim_ahead_horizon{100};
     // Largest claim batch; 0 means threads + claim_ahead.
     int max_batch = 0;
     // Outcomes of finished jobs are recorded together, one call per kind
@@ -184,6 +186,8 @@ private:
     };
 
     void dispatcher_loop();
+    // Jobs to claim beyond the idle threads now (see claim_ahead).
+    [[nodiscard]] int claim_ahead_now() const;
     void handler_loop();
     void heartbeat_loop();
     void tick_schedules(Client& client, std::chrono::steady_clock::time_point& next_tick);
@@ -214,6 +218,7 @@ private:
     std::deque<Claimed> ready_;             // claimed, not started
     std::map<std::int64_t, Running> running_;  // by job id
     int busy_ = 0;                          // handler threads running a job
+    std::atomic<std::int64_t> mean_run_us_{0};  // of recent jobs (moving average); 0: none yet
 
     std::atomic<bool> stopping_{false};     // claim nothing more
     std::atomic<bool> hard_stop_{false};    // grace period over

@@ -58,6 +58,11 @@ void Completer::stop(std::chrono::steady_clock::time_point deadline) {
 }
 
 void Completer::loop() {
+    try {
+        (void)connection();  // at once, so the first flush does not wait for it
+    } catch (const ConnectionError&) {
+        // the first flush connects, with retries
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
         changed_.wait(lock, [&] { return stopping_ || !buffer_.empty(); });

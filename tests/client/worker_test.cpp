@@ -208,6 +208,10 @@ TEST_F(WorkerTest, RejectsBadOptionsAndLateHandlers) {
     bad([](WorkerOptions& o) { o.poll_interval = 0ms; });
     bad([](WorkerOptions& o) { o.grace_period = -1ms; });
     bad([](WorkerOptions& o) { o.max_batch = -1; });
+    bad([](WorkerOptions& o) { o.claim_ahead = -1; });
+    bad([](WorkerOptions& o) { o.completion_batch_size = 0; });
+    bad([](WorkerOptions& o) { o.completion_batch_size = 10001; });
+    bad([](WorkerOptions& o) { o.completion_flush_interval = -1ms; });
 
     Worker empty(options(q));
     EXPECT_THROW(empty.start(), jobqueue::InvalidArgument);

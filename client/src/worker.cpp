@@ -139,7 +139,8 @@ void Worker::start() {
 
 int Worker::claim_ahead_now() const {
     const std::int64_t mean_us = mean_run_us_.load();
-    if (mean_us <= 0) return options_.claim_ahead;
+    // no job has finished yet: its run time is unknown, so claim only for idle threads
+    if (mean_us <= 0) return 0;
     const std::int64_t horizon_us = std::chrono::microseconds(WorkerOptions::claim_ahead_horizon).count();
     const std::int64_t startable = options_.threads * horizon_us / mean_us;
     return static_cast<int>(std::min<std::int64_t>(options_.claim_ahead, startable));

@@ -105,7 +105,8 @@ struct WorkerOptions {
     // round trip serves many short jobs. They wait in the worker for a free
     // thread with their lease running, so the worker claims ahead no more
     // than its threads are expected to start within claim_ahead_horizon, by
-    // the recent mean run time of its jobs: none ahead for long jobs.
+    // the recent mean run time of its jobs: none ahead for long jobs (nor
+    // before a first job has finished).
     int claim_ahead = 100;
     static constexpr std::chrono::milliseconds claim_ahead_horizon{100};
     // Largest claim batch; 0 means threads + claim_ahead.

@@ -203,6 +203,18 @@ void Client::execute(const std::string& sql) {
     throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
 }
 
+std::int64_t Client::transaction_id() {
+    auto r = call("jobqueue_transaction_id", "SELECT pg_catalog.pg_current_xact_id()::text::int8", {}, false);
+    return r.integer(0, 0);
+}
+
+std::optional<std::string> Client::transaction_status(std::int64_t id) {
+    auto r = call("jobqueue_transaction_status", "SELECT pg_catalog.pg_xact_status($1::text::xid8)",
+                  {std::to_string(id)}, false);
+    if (r.null(0, 0)) return std::nullopt;
+    return std::string(r.text(0, 0));
+}
+
 // ---------------------------------------------------------------- producing
 
 std::int64_t Client::push(const std::string& name, const nlohmann::json& payload, const PushOptions& o) {

@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "backoff.hpp"
-#include "utf8.hpp"
+#include "completer.hpp"
 
 namespace jobqueue {
 
@@ -37,6 +37,11 @@ void WorkerOptions::validate() const {
     if (poll_interval <= milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.poll_interval must be positive");
     if (grace_period < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.grace_period must not be negative");
     if (max_batch < 0) throw InvalidArgument("jobqueue: WorkerOptions.max_batch must not be negative");
+    if (claim_ahead < 0) throw InvalidArgument("jobqueue: WorkerOptions.claim_ahead must not be negative");
+    if (completion_batch_size < 1 || completion_batch_size > 10000)
+        throw InvalidArgument("jobqueue: WorkerOptions.completion_batch_size must be 1 to 10000");
+    if (completion_flush_interval < milliseconds(0))
+        throw InvalidArgument("jobqueue: WorkerOptions.completion_flush_interval must not be negative");
     if (tick_interval < milliseconds(0)) throw InvalidArgument("jobqueue: WorkerOptions.tick_interval must not be negative");
     if (max_reconnect_delay < milliseconds(1))
         throw InvalidArgument("jobqueue: WorkerOptions.max_reconnect_delay must be positive");
@@ -46,7 +51,7 @@ void WorkerOptions::validate() const {
 Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
     options_.validate();
     if (options_.name.empty()) options_.name = default_worker_name();
-    if (options_.max_batch == 0) options_.max_batch = options_.threads;
+    if (options_.max_batch == 0) options_.max_batch = options_.threads + options_.claim_ahead;
 }
 
 Worker::~Worker() {
@@ -123,29 +128,52 @@ void Worker::start() {
     if (started_) return;
     if (handlers_.empty() && !default_handler_) throw InvalidArgument("jobqueue: register at least one handler before Worker::start()");
     started_ = true;
+    completer_ = std::make_unique<Completer>(
+        Completer::Settings{options_.connection, options_.completion_batch_size, options_.completion_flush_interval,
+                            options_.max_reconnect_delay},
+        [this](const Completer::Tally& t) {
+            completed_ += t.completed;
+            retried_ += t.retried;
+            failed_ += t.failed;
+            lost_ += t.lost;
+            reconnects_ += t.reconnects;
+        },
+        [this](const char* what, const Error& e) { report_error(what, e); });
+    completer_->start();
     dispatcher_ = std::thread([this] { dispatcher_loop(); });
     heartbeat_ = std::thread([this] { heartbeat_loop(); });
     for (int i = 0; i < options_.threads; ++i) handler_threads_.emplace_back([this] { handler_loop(); });
 }
 
-// Claims batches sized to the idle handler threads; when nothing is due it
-// waits for a wake-up (or sleeps) at most poll_interval.
+int Worker::claim_ahead_now() const {
+    const std::int64_t mean_us = mean_run_us_.load();
+    // no job has finished yet: its run time is unknown, so claim only for idle threads
+    if (mean_us <= 0) return 0;
+    const std::int64_t horizon_us = std::chrono::microseconds(WorkerOptions::claim_ahead_horizon).count();
+    const std::int64_t startable = options_.threads * horizon_us / mean_us;
+    return static_cast<int>(std::min<std::int64_t>(options_.claim_ahead, startable));
+}
+
+// Claims batches sized to the idle handler threads plus claim_ahead_now();
+// when nothing is due it waits for a wake-up (or sleeps) at most poll_interval.
 void Worker::dispatcher_loop() {
     auto client = connect(stopping_);
     if (!client) return;
     while (!stopping_) {
         int free_slots;
+        const int capacity = options_.threads + claim_ahead_now();
         {
             std::unique_lock<std::mutex> lock(mutex_);
             changed_.wait_for(lock, options_.poll_interval, [&] {
-                return stopping_ || options_.threads - busy_ - static_cast<int>(ready_.size()) > 0;
+                return stopping_ || capacity - busy_ - static_cast<int>(ready_.size()) > 0;
             });
-            free_slots = options_.threads - busy_ - static_cast<int>(ready_.size());
+            free_slots = capacity - busy_ - static_cast<int>(ready_.size());
         }
         if (stopping_) break;
         if (free_slots <= 0) continue;
 
         std::vector<Job> jobs;
+        const auto claimed_at = std::chrono::steady_clock::now();
         ReserveOptions claim{options_.queues, options_.lease, options_.name, std::min(free_slots, options_.max_batch),
                              std::nullopt};
         if (options_.wait_in_server) claim.wait = std::min(options_.poll_interval, kServerWaitSlice);
@@ -172,7 +200,7 @@ void Worker::dispatcher_loop() {
         if (!jobs.empty()) {
             std::lock_guard<std::mutex> lock(mutex_);
             claimed_ += static_cast<std::int64_t>(jobs.size());
-            for (auto& job : jobs) ready_.push_back(std::move(job));
+            for (auto& job : jobs) ready_.push_back(Claimed{std::move(job), claimed_at});
             changed_.notify_all();
             continue;
         }
@@ -216,14 +244,14 @@ void Worker::report_error(const char* what, const Error& e) {
 
 // Claimed jobs that no handler started go back at once.
 void Worker::release_unstarted(Client& client) {
-    std::deque<Job> left;
+    std::deque<Claimed> left;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         left.swap(ready_);
     }
     if (left.empty()) return;
     std::vector<Claim> claims;
-    for (const auto& job : left) claims.push_back({job.id, job.token});
+    for (const auto& claimed : left) claims.push_back({claimed.job.id, claimed.job.token});
     try {
         // one try: when it fails the leases run out and the jobs come back anyway
         with_reconnect(
@@ -235,9 +263,8 @@ void Worker::release_unstarted(Client& client) {
     }
 }
 
+// Handler threads need no connection: the completer records their outcomes.
 void Worker::handler_loop() {
-    auto client = connect(hard_stop_);
-    if (!client) return;
     for (;;) {
         Job job;
         std::shared_ptr<JobContext> context = std::make_shared<JobContext>();
@@ -245,12 +272,19 @@ void Worker::handler_loop() {
             std::unique_lock<std::mutex> lock(mutex_);
             changed_.wait(lock, [&] { return !ready_.empty() || stopping_; });
             if (stopping_) return;  // unstarted jobs are released by the dispatcher
-            job = std::move(ready_.front());
+            job = std::move(ready_.front().job);
+            const auto claimed_at = ready_.front().claimed_at;
             ready_.pop_front();
             ++busy_;
-            running_[job.id] = Running{job, context, std::chrono::steady_clock::now()};
+            running_[job.id] = Running{job, context, claimed_at};
         }
-        run_job(*client, job, *context);
+        const auto began = std::chrono::steady_clock::now();
+        run_job(job, *context);
+        const std::int64_t ran_us =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began).count();
+        // a moving average over about the last 16 jobs (races between threads only blur it)
+        const std::int64_t mean_us = mean_run_us_.load();
+        mean_run_us_.store(mean_us == 0 ? std::max<std::int64_t>(ran_us, 1) : mean_us + (ran_us - mean_us) / 16);
         {
             std::lock_guard<std::mutex> lock(mutex_);
             --busy_;
@@ -260,7 +294,7 @@ void Worker::handler_loop() {
     }
 }
 
-void Worker::run_job(Client& client, const Job& job, JobContext& context) {
+void Worker::run_job(const Job& job, JobContext& context) {
     auto it = handlers_.find(job.name);
     const Handler* handler = it != handlers_.end() ? &it->second : (default_handler_ ? &default_handler_ : nullptr);
     Outcome outcome = Outcome::fail("no handler registered for job name \"" + job.name + "\"");
@@ -279,47 +313,21 @@ void Worker::run_job(Client& client, const Job& job, JobContext& context) {
         ++lost_;
         return;
     }
-    record(client, job, outcome);
+    record(job, outcome);
 }
 
-// Record the outcome, fenced by the claim's token. After a lost answer the
-// same call is repeated on a new connection: if the first one committed,
-// the repeat finds the token gone and returns false, so nothing is done
-// twice.
-void Worker::record(Client& client, const Job& job, const Outcome& outcome) {
-    bool recorded = false;
-    bool ok = false;
-    const std::string message = utf8::valid(outcome.message());
-    try {
-        ok = with_reconnect(client, [&] {
-            switch (outcome.kind()) {
-                case Outcome::Kind::done:
-                    recorded = client.complete(job.id, job.token);
-                    break;
-                case Outcome::Kind::retry:
-                    recorded = client.release(job.id, job.token, outcome.delay(), message);
-                    break;
-                case Outcome::Kind::fail:
-                    recorded = client.fail(job.id, job.token, message);
-                    break;
-            }
-        }, hard_stop_);
-    } catch (const Error& e) {
-        report_error("recording a job's outcome", e);
-        // e.g. a negative Outcome::retry_in delay (22023): an exception
-        // leaving this thread would end the process; the job comes back
-        // when its lease runs out instead
-        ok = false;
-    }
-    if (!ok || !recorded) {
+// Hand the outcome to the completer, which records it in its next batch,
+// fenced by the claim's token. The job leaves running_ in the same step, so
+// the heartbeat no longer extends it and release_running cannot hand back a
+// job whose outcome is already buffered; a job release_running handed back
+// first is no longer in running_, and its result is dropped.
+void Worker::record(const Job& job, const Outcome& outcome) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (running_.erase(job.id) == 0) {
         ++lost_;
         return;
     }
-    switch (outcome.kind()) {
-        case Outcome::Kind::done: ++completed_; break;
-        case Outcome::Kind::retry: ++retried_; break;
-        case Outcome::Kind::fail: ++failed_; break;
-    }
+    completer_->add(job.id, job.token, outcome);
 }
 
 // Every running job whose lease is half used gets a fresh lease.
@@ -387,6 +395,8 @@ void Worker::release_running(Client& client) {
             claims.push_back({running.job.id, running.job.token});
             contexts.push_back(running.context);
         }
+        // handed back: a result that comes later is dropped (see record)
+        running_.clear();
     }
     if (claims.empty()) return;
     try {
@@ -436,6 +446,8 @@ void Worker::stop() {
     }
     for (auto& t : handler_threads_)
         if (t.joinable()) t.join();
+    // every handler has handed over its outcome: record what is still buffered
+    completer_->stop(std::chrono::steady_clock::now() + options_.grace_period);
     if (heartbeat_.joinable()) heartbeat_.join();
 }
 

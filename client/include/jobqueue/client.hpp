@@ -167,6 +167,13 @@ public:
     // Run a plain SQL command (BEGIN, COMMIT, ...). A COMMIT whose answer is
     // lost throws InDoubtError.
     void execute(const std::string& sql);
+    // The current transaction's id (pg_current_xact_id(), assigned if it had
+    // none yet). Taken before a COMMIT, it lets transaction_status() tell on
+    // a new connection whether a COMMIT whose answer was lost committed.
+    [[nodiscard]] std::int64_t transaction_id();
+    // pg_xact_status(id): "committed", "aborted" or "in progress"; none when
+    // the server no longer knows the transaction.
+    [[nodiscard]] std::optional<std::string> transaction_status(std::int64_t id);
 
 private:
     struct Owned;

@@ -1,13 +1,14 @@
 // jobqueue/worker.hpp: a worker runtime on top of Client.
 //
 // Handlers are registered by job name. A dispatcher thread claims jobs in
-// batches sized to the idle handler threads, waiting on NOTIFY wake-ups
-// with a polling fallback; N handler threads run the jobs, each with its
-// own connection; a heartbeat thread extends the lease of any job still
-// running at half its lease and, every tick_interval, calls queue_tick()
-// for recurring schedules. Lost connections are re-opened with backoff;
-// completions are fenced by the claim's token, so repeating one after a
-// lost answer can neither lose nor double-complete a job.
+// batches sized to the idle handler threads plus claim_ahead, waiting on
+// NOTIFY wake-ups with a polling fallback; N handler threads run the jobs;
+// a completer thread records their outcomes in batches (queue_delete_many
+// and friends) every few milliseconds; a heartbeat thread extends the lease
+// of any job still running at half its lease and, every tick_interval,
+// calls queue_tick() for recurring schedules. Lost connections are re-opened
+// with backoff; completions are fenced by the claim's token, so repeating
+// one after a lost answer can neither lose nor double-complete a job.
 #pragma once
 
 #include <atomic>
@@ -101,8 +102,21 @@ struct WorkerOptions {
     bool use_notify = true;
     // How long running jobs may finish after stop() before they are released.
     std::chrono::milliseconds grace_period{std::chrono::seconds(10)};
-    // Largest claim batch; 0 means the number of threads.
+    // Jobs claimed beyond the idle handler threads, so that one claim's
+    // round trip serves many short jobs. They wait in the worker for a free
+    // thread with their lease running, so the worker claims ahead no more
+    // than its threads are expected to start within claim_ahead_horizon, by
+    // the recent mean run time of its jobs: none ahead for long jobs (nor
+    // before a first job has finished).
+    int claim_ahead = 100;
+    static constexpr std::chrono::milliseconds claim_ahead_horizon{100};
+    // Largest claim batch; 0 means threads + claim_ahead.
     int max_batch = 0;
+    // Outcomes of finished jobs are recorded together, one call per kind
+    // (and delay and error), once completion_batch_size of them are waiting
+    // (1 to 10,000) or the oldest has waited completion_flush_interval.
+    int completion_batch_size = 100;
+    std::chrono::milliseconds completion_flush_interval{2};
     // How often to call queue_tick() so recurring schedules enqueue their
     // jobs (0: never; the database's own ticker or pg_cron may do it).
     std::chrono::milliseconds tick_interval{std::chrono::seconds(5)};
@@ -123,6 +137,8 @@ struct WorkerCounters {
     std::int64_t lost = 0;       // results not recorded: claim lost, dropped after the grace period, or refused
     std::int64_t reconnects = 0;
 };
+
+class Completer;
 
 class Worker {
 public:
@@ -160,6 +176,11 @@ public:
     [[nodiscard]] std::exception_ptr failure() const;
 
 private:
+    // A claimed job waiting for a handler thread; its lease runs from claimed_at.
+    struct Claimed {
+        Job job;
+        std::chrono::steady_clock::time_point claimed_at;
+    };
     struct Running {
         Job job;
         std::shared_ptr<JobContext> context;
@@ -167,11 +188,13 @@ private:
     };
 
     void dispatcher_loop();
+    // Jobs to claim beyond the idle threads now (see claim_ahead).
+    [[nodiscard]] int claim_ahead_now() const;
     void handler_loop();
     void heartbeat_loop();
     void tick_schedules(Client& client, std::chrono::steady_clock::time_point& next_tick);
-    void run_job(Client& client, const Job& job, JobContext& context);
-    void record(Client& client, const Job& job, const Outcome& outcome);
+    void run_job(const Job& job, JobContext& context);
+    void record(const Job& job, const Outcome& outcome);
     void release_unstarted(Client& client);
     void release_running(Client& client);
     // Runs attempt until it does not lose the connection, pausing with
@@ -194,9 +217,10 @@ private:
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
-    std::deque<Job> ready_;                 // claimed, not started
+    std::deque<Claimed> ready_;             // claimed, not started
     std::map<std::int64_t, Running> running_;  // by job id
     int busy_ = 0;                          // handler threads running a job
+    std::atomic<std::int64_t> mean_run_us_{0};  // of recent jobs (moving average); 0: none yet
 
     std::atomic<bool> stopping_{false};     // claim nothing more
     std::atomic<bool> hard_stop_{false};    // grace period over
@@ -207,6 +231,7 @@ private:
 
     std::atomic<std::int64_t> claimed_{0}, completed_{0}, retried_{0}, failed_{0}, lost_{0}, reconnects_{0};
 
+    std::unique_ptr<Completer> completer_;  // from start()
     std::thread dispatcher_;
     std::thread heartbeat_;
     std::vector<std::thread> handler_threads_;

@@ -67,7 +67,7 @@ if [[ $MODE == quick ]]; then
     CHURN_JOBS=30000
     BACKLOG=30000     # drain scenarios start from this many jobs
     BATCH_CALLS=200   # claim calls of 100 in a batched drain
-    HELD_ONE_CLAIMS=2000 # held snapshot: claims of one job in a one-job drain
+    HELD_ONE_CLAIMS=4000 # held snapshot: claims of one job in a one-job drain
     STEADY_SECS=20    # length of each steady load
     WORKER_JOBS=10000 # jobs the worker runtime drains from the backlog
     COLD_CLAIMS=50    # claims timed per cold-plan case and session
@@ -96,11 +96,11 @@ STEADY_WORKERS=4      #   SQL workers (or worker runtime threads)
 STEADY_WINDOW=10      #   claim latency compared between the first and last 10 s
 COLD_BACKLOG=50000    # cold plan: claims timed at this backlog
 SOAK_SECS=${SOAK_SECS:-600}   # --soak: length of each steady load
+if ! [[ $SOAK_SECS =~ ^[0-9]+$ ]] || (( SOAK_SECS < 2 )); then echo "run.sh: SOAK_SECS must be a whole number >= 2" >&2; exit 2; fi
 # claim latency compared between the first and last minute (half the run
 # when it is shorter than two minutes)
 SOAK_WINDOW=$(( SOAK_SECS >= 120 ? 60 : (SOAK_SECS + 1) / 2 ))
 SOAK_SAMPLE_SECS=10   # --soak: table size and dead rows sampled this often
-[[ $SOAK_SECS =~ ^[0-9]+$ ]] && (( SOAK_SECS >= 2 )) || { echo "run.sh: SOAK_SECS must be a whole number >= 2" >&2; exit 2; }
 
 # Server settings: the same for every system measured (see README.md).
 BENCH_PGCONF="shared_buffers = 512MB
@@ -550,7 +550,7 @@ if want held; then
     mark held
     log "6. held snapshot: one-job and batched drains, with and without an open REPEATABLE READ transaction, claim positions on and off"
     held_run() {   # claims(one|batch) holder(clean|queue|other) positions(on|off)
-        local claims=$1 holder=$2 positions=$3 key=held.$2.$1.$3 options= before after
+        local claims=$1 holder=$2 positions=$3 key=held.$2.$1.$3 options='' before after
         if [[ $positions == off ]]; then options='-c jobqueue.claim_positions=off'; fi
         drain_prepare ours
         case $holder in
@@ -733,7 +733,7 @@ if want soak; then
         done
     }
     soak_run() {   # positions(on|off)
-        local positions=$1 db=bench_soak_$1 tag=soak-$1 options= csv
+        local positions=$1 db=bench_soak_$1 tag=soak-$1 options='' csv
         if [[ $positions == off ]]; then options='-c jobqueue.claim_positions=off'; fi
         csv=$OUT/$tag-size.csv
         fresh_db "$db"

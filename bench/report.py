@@ -241,8 +241,8 @@ def load_rows(f, w, scen, k, label, series_path, window, avg_secs):
         w(f"| | claim, last {span}: p50 / p99 | | {fmt(f.med(k + '.last_p50_ms'), 'ms')} / "
           f"{fmt(f.med(k + '.last_p99_ms'), 'ms')} | {fmt(r50)}× / {fmt(r99)}× first {span} |")
     first_analyze = f.med(f"{k}.first_analyze_sec")
-    w(f"| | analyses / vacuums of the table during the run | | {fmt(f.med(k + '.analyzes'))} / "
-      f"{fmt(f.med(k + '.vacuums'))} | "
+    w(f"| | analyses / vacuums of the table during the run | | {count_text(f.med(k + '.analyzes'))} / "
+      f"{count_text(f.med(k + '.vacuums'))} | "
       f"{'first analysis seen at ' + fmt(first_analyze) + ' s' if first_analyze is not None and first_analyze >= 0 else 'none'} |")
     series = read_series(series_path)
     if series:
@@ -340,13 +340,14 @@ def soak_rows(f, w, outdir):
         if sizes:
             first, last = sizes[0], sizes[-1]
             peak = max(r["total_bytes"] or 0 for r in sizes)
-            w(f"| | queue_jobs n_dead_tup, at {fmt(first['second'])} s / at {fmt(last['second'])} s | | "
-              f"{fmt(first['n_dead_tup'])} / {fmt(last['n_dead_tup'])} | "
+            at = f"at {count_text(first['second'])} s / at {count_text(last['second'])} s"
+            w(f"| | queue_jobs n_dead_tup, {at} | | "
+              f"{count_text(first['n_dead_tup'])} / {count_text(last['n_dead_tup'])} | "
               f"{len(sizes)} samples in soak-{positions}-size.csv |")
-            w(f"| | queue_jobs table+indexes, at {fmt(first['second'])} s / at {fmt(last['second'])} s | | "
+            w(f"| | queue_jobs table+indexes, {at} | | "
               f"{fmt(first['total_bytes'], 'bytes')} / {fmt(last['total_bytes'], 'bytes')} | "
               f"peak {fmt(peak, 'bytes')}; claim index at the end "
-              f"{fmt(last['claim_idx_bytes'], 'bytes')}; autovacuums {fmt(last['autovacuums'])} |")
+              f"{fmt(last['claim_idx_bytes'], 'bytes')}; autovacuums {count_text(last['autovacuums'])} |")
 
 
 def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w, f):
@@ -385,8 +386,10 @@ def main(raw, versions=None):
         except OSError:
             pass
     reps = f.text("meta.reps")
-    w(f"- figures are medians of {reps} run(s) of {f.text('meta.secs')} s (timed runs) "
-      f"with the spread (min–max) in brackets; {f.text('meta.nproc')} CPUs; "
+    runs_text = ("" if mode == "soak" else
+                 f"figures are medians of {reps} run(s) of {f.text('meta.secs')} s (timed runs) "
+                 f"with the spread (min–max) in brackets; ")
+    w(f"- {runs_text}{f.text('meta.nproc')} CPUs; "
       f"load average {f.text('meta.load_start')} at start, {f.text('meta.load_end')} at end; "
       f"whole run {f.text('meta.total_secs')} s")
     w("- settings: shared_buffers=512MB, max_connections=50, fsync=on, synchronous_commit=off, "

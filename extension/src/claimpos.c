@@ -59,14 +59,14 @@
 /*
  * Recent moves back are kept per queue as the earliest of each span of
  * MOVE_SPAN generations, for the last MOVE_SPANS spans: an advance sees
- * every move since the generation it read (and a few before, which only
+ * every move since the generation it read (and some before, which only
  * makes it more careful) while its claim took fewer than
- * MOVE_SPAN * (MOVE_SPANS - 1) moves back, about 4,000: seconds of pushes
- * at thousands a second.
+ * MOVE_SPAN * (MOVE_SPANS - 1) moves back, about 64,000: many seconds of
+ * pushes at thousands a second.
  */
-#define MOVE_SPAN 64
+#define MOVE_SPAN 1024
 #define MOVE_SPANS 64
-#define MAX_AGE_USECS (10 * USECS_PER_SEC)
+#define MAX_AGE_USECS (30 * USECS_PER_SEC)
 #define QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
 typedef struct MoveSpan
@@ -82,6 +82,7 @@ typedef struct PositionSlot
 	bool		valid;
 	ClaimPosition at;
 	TimestampTz established;	/* when a search from the head set it */
+	TimestampTz refreshing;		/* when a claim began a search from the head, or 0 */
 	uint64		generation;		/* moves back so far */
 	MoveSpan	spans[MOVE_SPANS];	/* spans[s % MOVE_SPANS]: the moves of span s */
 } PositionSlot;
@@ -183,8 +184,19 @@ ReadClaimStart(text *queue, ClaimStart *start)
 		PositionSlot *slot = &positions->slots[start->slot];
 
 		start->generation = slot->generation;
-		start->from_position = slot->valid && now - slot->established < MAX_AGE_USECS;
 		start->at = slot->at;
+		start->from_position = slot->valid;
+		/*
+		 * An old position is renewed by one claim searching from the head;
+		 * the others keep using it meanwhile (the search can be long while
+		 * an old snapshot is held), unless that claim is gone.
+		 */
+		if (slot->valid && now - slot->established >= MAX_AGE_USECS &&
+			(slot->refreshing == 0 || now - slot->refreshing >= MAX_AGE_USECS))
+		{
+			slot->refreshing = now;
+			start->from_position = false;
+		}
 	}
 	SpinLockRelease(&positions->mutex);
 	pfree(name);
@@ -328,6 +340,7 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 		slot->valid = true;
 		slot->at = target;
 		slot->established = now;
+		slot->refreshing = 0;
 	}
 	else if (slot->valid && ClaimPositionBefore(&slot->at, &target))
 		slot->at = target;

@@ -7,6 +7,7 @@
 raw.tsv has one "key<TAB>value" line per measured run; a figure is the
 median of its runs.
 """
+import functools
 import glob
 import os
 import re
@@ -26,13 +27,18 @@ def explain_summary(path):
         m = re.match(r"([0-9.]+) ms", block)
         ms = float(m.group(1)) if m else 0.0
         qm = re.search(r"Query Text: (.*)", block)
-        query = qm.group(1) if qm else ""
+        # without the leading comment the extension tags its statements with
+        query = re.sub(r"^/\*.*?\*/\s*", "", qm.group(1)) if qm else ""
         if "queue_reserve(" in query:
             total = ms
             continue
         if query.startswith("SELECT id, attempts"):
             name = "promote"
-        elif query.startswith("SELECT id FROM"):
+        elif query.startswith("SELECT id FROM") and "deadline <=" in query.split("WHERE", 1)[-1][:40]:
+            name = "expired"
+        elif query.startswith("SELECT least("):
+            name = "next-due"
+        elif query.startswith("SELECT id"):
             name = "candidates"
         elif query.startswith("UPDATE"):
             name = "claim-update"
@@ -121,6 +127,10 @@ def fmt(x, unit=""):
     return f"{x:.2f}"
 
 
+def count_text(x):
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
 def spread(f, key, unit=""):
     vals = f.values(key)
     if len(vals) <= 1:
@@ -141,6 +151,8 @@ COLD_CASES = (("empty", "table analysed while empty"), ("none", "table never ana
 COLD_SESSIONS = (("same", "the session that claimed on the empty table"),
                  ("new", "a new session"),
                  ("analysed", "a new session after ANALYZE"))
+# run.sh's STEADY_WINDOW: claim latency of the first and last 10 s
+STEADY_WINDOW = 10
 # The worker runtime's 8-thread backlog drain before the steady-state work,
 # measured on this machine; the goal is 5x it.
 WORKER_BEFORE = 5538
@@ -170,14 +182,17 @@ def worker_goals():
 
 
 def read_series(path):
-    """The per-second CSV of a steady run, as a list of dicts (empty if missing)."""
+    """A CSV of numbers with a header line (the per-second series of a steady
+    run, the soak's size samples), as a list of dicts (empty if missing)."""
     try:
         with open(path, encoding="utf-8") as fh:
             lines = [ln.strip().split(",") for ln in fh if ln.strip()]
     except OSError:
         return []
+    if not lines:
+        return []
     head, rows = lines[0], lines[1:]
-    return [dict(zip(head, map(float, r))) for r in rows]
+    return [dict(zip(head, (num(x) for x in r))) for r in rows]
 
 
 def per_window(series, field, width=5):
@@ -204,37 +219,143 @@ def cold_plan_rows(f, w):
         w(f"| | reltuples before the ANALYZE: {fmt(f.med(f'cold.{stats}.reltuples_before_analyze'))} | | | |")
 
 
+def load_rows(f, w, scen, k, label, series_path, window, avg_secs):
+    """The rows of one jq_steady run whose summary is under raw.tsv key k:
+    claim latency of its first and last `window` seconds, and averages of
+    its per-second series over `avg_secs`."""
+    secs = int(f.med(f"{k}.secs") or 0)
+    clients = f"{f.med(k + '.producers'):.0f}+{f.med(k + '.workers'):.0f}"
+    span = f"{window // 60} min" if window % 60 == 0 else f"{window} s"
+    w(f"| {scen} | {label}: pushed/s (offered {fmt(f.med(k + '.offered_rate'))}) | {clients} | "
+      f"{fmt(f.med(k + '.push_rate'))} | {f.med(k + '.push_ratio'):.2f}× offered |")
+    w(f"| | completed/s | | {fmt(f.med(k + '.complete_rate'))} | "
+      f"{fmt(ratio(f.med(k + '.completed'), f.med(k + '.pushed')))}× pushed |")
+    w(f"| | backlog at the end ({secs} s) / at most | | {fmt(f.med(k + '.backlog_end'))} / "
+      f"{fmt(f.med(k + '.max_backlog'))} | {fmt(ratio(f.med(k + '.backlog_end'), f.med(k + '.push_rate')))} s "
+      f"of pushes |")
+    if f.med(f"{k}.claims"):
+        w(f"| | claim, first {span}: p50 / p99 | | {fmt(f.med(k + '.first_p50_ms'), 'ms')} / "
+          f"{fmt(f.med(k + '.first_p99_ms'), 'ms')} | {fmt(f.med(k + '.first_claims'))} claims |")
+        r50 = ratio(f.med(k + ".last_p50_ms"), f.med(k + ".first_p50_ms"))
+        r99 = ratio(f.med(k + ".last_p99_ms"), f.med(k + ".first_p99_ms"))
+        w(f"| | claim, last {span}: p50 / p99 | | {fmt(f.med(k + '.last_p50_ms'), 'ms')} / "
+          f"{fmt(f.med(k + '.last_p99_ms'), 'ms')} | {fmt(r50)}× / {fmt(r99)}× first {span} |")
+    first_analyze = f.med(f"{k}.first_analyze_sec")
+    w(f"| | analyses / vacuums of the table during the run | | {count_text(f.med(k + '.analyzes'))} / "
+      f"{count_text(f.med(k + '.vacuums'))} | "
+      f"{'first analysis seen at ' + fmt(first_analyze) + ' s' if first_analyze is not None and first_analyze >= 0 else 'none'} |")
+    series = read_series(series_path)
+    if series:
+        done = ", ".join(f"{x:,.0f}" for x in per_window(series, "completed", avg_secs))
+        w(f"| | completed/s, {avg_secs} s averages | | {done} | |")
+        if f.med(f"{k}.claims"):
+            p50 = ", ".join(f"{x:.2f}" for x in per_window(series, "claim_p50_ms", avg_secs))
+            w(f"| | claim p50 (ms), {avg_secs} s averages of the per-second p50 | | {p50} | |")
+
+
 def steady_rows(f, w, outdir):
     for tag, label in STEADY_RUNS:
         k = f"steady.{tag}"
+        if f.values(f"{k}.pushed"):
+            load_rows(f, w, "9 steady", k, label, os.path.join(outdir, f"steady-{tag}.csv"),
+                      STEADY_WINDOW, 5)
+
+
+# ---------------------------------------------------------------- held snapshot
+HELD_CLAIMS = (("one", "one-job"), ("batch", "batched"))
+HELD_HOLDERS = (("queue", "read queue_jobs"), ("other", "read another table"))
+
+
+def held_goals():
+    """With claim positions on: goals; off: the same ratios, for reference."""
+    goals = []
+    for positions in ("on", "off"):
+        for claims, claims_label in HELD_CLAIMS:
+            for holder, holder_label in HELD_HOLDERS:
+                label = f"held snapshot ({holder_label}), {claims_label} drain vs clean"
+                if positions == "off":
+                    label += ", claim positions off"
+                goals.append((label, f"held.{holder}.{claims}.{positions}", f"held.clean.{claims}.{positions}",
+                              ">=" if positions == "on" else "ref", 0.9))
+    return goals
+
+
+def held_rows(f, w):
+    one_claims, batch_calls = f.med("meta.held_one_claims"), f.med("meta.batch_calls")
+    for claims, claims_label in HELD_CLAIMS:
+        if not f.values(f"held.clean.{claims}.on"):
+            continue
+        work = (f"{fmt(one_claims)} claims of 1" if claims == "one" and one_claims
+                else f"{fmt(batch_calls)} claims of 100" if batch_calls else "")
+        for positions in ("on", "off"):
+            off = "" if positions == "on" else ", claim positions off"
+            clean = f"held.clean.{claims}.{positions}"
+            row_text = f"{claims_label} drain ({work}), clean{off}"
+            figure_row("6 held snapshot", row_text, 8, clean, None, "ref", w=w, f=f)
+            for holder, holder_label in HELD_HOLDERS:
+                figure_row("6 held snapshot", f"{claims_label} drain, snapshot held ({holder_label}){off}", 8,
+                    f"held.{holder}.{claims}.{positions}", clean, "clean", w=w, f=f)
+        for holder, holder_label in (("clean", "clean"),) + HELD_HOLDERS:
+            r = ratio(f.med(f"held.{holder}.{claims}.on"), f.med(f"held.{holder}.{claims}.off"))
+            if r is not None:
+                w(f"| | {claims_label} drain, {holder_label}: claim positions on vs off | | | {r:.2f}× off |")
+        for positions in ("on", "off"):
+            parts = []
+            for holder, holder_label in (("clean", "clean"),) + HELD_HOLDERS:
+                k = f"held.{holder}.{claims}.{positions}"
+                parts.append(f"{holder_label} {count_text(f.med(k + '.dead_tup'))} / "
+                             f"{count_text(f.med(k + '.not_removable'))} / "
+                             f"{fmt(f.med(k + '.claim_idx_bytes'), 'bytes')}")
+            w(f"| | after the {claims_label} drain, positions {positions}: n_dead_tup / dead rows a VACUUM "
+              f"could not remove / claim index | | | {'; '.join(parts)} |")
+
+
+# ---------------------------------------------------------------- soak
+SOAK_RUNS = (("on", "claim positions on"), ("off", "claim positions off (reference)"))
+
+
+def soak_goals():
+    goals = []
+    for positions, label in SOAK_RUNS:
+        op = "<=" if positions == "on" else "ref"
+        k = f"soak.{positions}"
+        goals.append((f"soak, snapshot held, {label}: backlog at the end vs 1 s of pushes", f"{k}.backlog_end",
+                      f"{k}.push_rate", op, 1.0))
+        goals.append((f"soak, snapshot held, {label}: claim p50, last vs first minute", f"{k}.last_p50_ms",
+                      f"{k}.first_p50_ms", op, 1.5))
+    return goals
+
+
+def soak_rows(f, w, outdir):
+    window = int(f.med("meta.soak_window") or 60)
+    for positions, label in SOAK_RUNS:
+        k = f"soak.{positions}"
         if not f.values(f"{k}.pushed"):
             continue
-        secs = int(f.med(f"{k}.secs") or 0)
-        clients = f"{f.med(k + '.producers'):.0f}+{f.med(k + '.workers'):.0f}"
-        w(f"| 9 steady | {label}: pushed/s (offered {fmt(f.med(k + '.offered_rate'))}) | {clients} | "
-          f"{fmt(f.med(k + '.push_rate'))} | {f.med(k + '.push_ratio'):.2f}× offered |")
-        w(f"| | completed/s | | {fmt(f.med(k + '.complete_rate'))} | "
-          f"{fmt(ratio(f.med(k + '.completed'), f.med(k + '.pushed')))}× pushed |")
-        w(f"| | backlog at the end ({secs} s) / at most | | {fmt(f.med(k + '.backlog_end'))} / "
-          f"{fmt(f.med(k + '.max_backlog'))} | {fmt(ratio(f.med(k + '.backlog_end'), f.med(k + '.push_rate')))} s "
-          f"of pushes |")
-        if f.med(f"{k}.claims"):
-            w(f"| | claim, first 10 s: p50 / p99 | | {fmt(f.med(k + '.first_p50_ms'), 'ms')} / "
-              f"{fmt(f.med(k + '.first_p99_ms'), 'ms')} | {fmt(f.med(k + '.first_claims'))} claims |")
-            r = ratio(f.med(k + ".last_p50_ms"), f.med(k + ".first_p50_ms"))
-            w(f"| | claim, last 10 s: p50 / p99 | | {fmt(f.med(k + '.last_p50_ms'), 'ms')} / "
-              f"{fmt(f.med(k + '.last_p99_ms'), 'ms')} | {fmt(r)}× first 10 s (p50) |")
-        first_analyze = f.med(f"{k}.first_analyze_sec")
-        w(f"| | analyses / vacuums of the table during the run | | {fmt(f.med(k + '.analyzes'))} / "
-          f"{fmt(f.med(k + '.vacuums'))} | "
-          f"{'first analysis seen at ' + fmt(first_analyze) + ' s' if first_analyze is not None and first_analyze >= 0 else 'none'} |")
-        series = read_series(os.path.join(outdir, f"steady-{tag}.csv"))
-        if series:
-            done = ", ".join(f"{x:,.0f}" for x in per_window(series, "completed"))
-            w(f"| | completed/s, 5 s averages | | {done} | |")
-            if f.med(f"{k}.claims"):
-                p50 = ", ".join(f"{x:.2f}" for x in per_window(series, "claim_p50_ms"))
-                w(f"| | claim p50 (ms), 5 s averages of the per-second p50 | | {p50} | |")
+        held = f.med(f"{k}.holder_held")
+        load_rows(f, w, "soak", k, f"snapshot held, {label}", os.path.join(outdir, f"soak-{positions}.csv"),
+                  window, 60)
+        w(f"| | the snapshot still held at the end | | {'yes' if held == 1 else '**no**'} | |")
+        sizes = read_series(os.path.join(outdir, f"soak-{positions}-size.csv"))
+        if sizes:
+            first, last = sizes[0], sizes[-1]
+            peak = max(r["total_bytes"] or 0 for r in sizes)
+            at = f"at {count_text(first['second'])} s / at {count_text(last['second'])} s"
+            w(f"| | queue_jobs n_dead_tup, {at} | | "
+              f"{count_text(first['n_dead_tup'])} / {count_text(last['n_dead_tup'])} | "
+              f"{len(sizes)} samples in soak-{positions}-size.csv |")
+            w(f"| | queue_jobs table+indexes, {at} | | "
+              f"{fmt(first['total_bytes'], 'bytes')} / {fmt(last['total_bytes'], 'bytes')} | "
+              f"peak {fmt(peak, 'bytes')}; claim index at the end "
+              f"{fmt(last['claim_idx_bytes'], 'bytes')}; autovacuums {count_text(last['autovacuums'])} |")
+
+
+def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w, f):
+    """A Figures row: the figure (median, spread) and its ratio to ref."""
+    v = f.med(key)
+    r = ratio(v, f.med(ref)) if ref else None
+    rtext = f"{r:.2f}× {ref_name}" if r is not None else ("reference" if ref is None and ref_name == "ref" else "")
+    w(f"| {scen} | {system} | {clients} | {fmt(v, unit)}{spread(f, key, unit)} | {rtext} |")
 
 
 def worker_rows(f, w):
@@ -250,11 +371,12 @@ def worker_rows(f, w):
 
 def main(raw, versions=None):
     f = Figures(load(raw))
-    quick = f.text("meta.mode") == "quick"
+    mode = f.text("meta.mode")
+    quick = mode == "quick"
     out = []
     w = out.append
 
-    w(f"# jobqueue benchmark ({'--quick' if quick else 'full'} run)")
+    w(f"# jobqueue benchmark ({ {'quick': '--quick', 'soak': '--soak'}.get(mode, 'full')} run)")
     w("")
     if versions:
         try:
@@ -264,8 +386,10 @@ def main(raw, versions=None):
         except OSError:
             pass
     reps = f.text("meta.reps")
-    w(f"- figures are medians of {reps} run(s) of {f.text('meta.secs')} s (timed runs) "
-      f"with the spread (min–max) in brackets; {f.text('meta.nproc')} CPUs; "
+    runs_text = ("" if mode == "soak" else
+                 f"figures are medians of {reps} run(s) of {f.text('meta.secs')} s (timed runs) "
+                 f"with the spread (min–max) in brackets; ")
+    w(f"- {runs_text}{f.text('meta.nproc')} CPUs; "
       f"load average {f.text('meta.load_start')} at start, {f.text('meta.load_end')} at end; "
       f"whole run {f.text('meta.total_secs')} s")
     w("- settings: shared_buffers=512MB, max_connections=50, fsync=on, synchronous_commit=off, "
@@ -276,7 +400,10 @@ def main(raw, versions=None):
           f"(not 100,000); deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
           f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000); "
           f"steady loads of {f.text('meta.steady_secs')} s (not 60)")
-    if f.text("meta.only"):
+    if mode == "soak":
+        w(f"- **--soak**: steady loads of {f.text('meta.soak_secs')} s, a REPEATABLE READ transaction open "
+          f"throughout; claim latency of the first and last {f.text('meta.soak_window')} s")
+    elif f.text("meta.only"):
         w(f"- **only the scenarios {f.text('meta.only')}** (run.sh --only)")
     times = [(k[len("time."):], f.text(k)) for k in f.runs if k.startswith("time.") and k != "time.end"]
     if times:
@@ -302,12 +429,13 @@ def main(raw, versions=None):
         ("batched drain, 8 workers vs PgQ consumer", "drainb.ours.w8", "drainb.pgq.c1", ">=", 0.3),
         ("depth: claim+complete at deep backlog vs shallow (time)", "depth.deep", "depth.shallow", "<=", 1.2),
         ("churn: size after round 2 vs round 1", "churn.round2.total_bytes", "churn.round1.total_bytes", "<=", 1.1),
-        ("held snapshot: batched drain vs the same without it", "held.held", "held.clean", ">=", 0.9),
         ("push, 8 clients, wake-ups on vs wake-ups off", "push.notify.c8", "push.quiet.c8", ">=", 0.8),
     ]
+    goals += held_goals()
     goals += steady_goals()
     goals += cold_plan_goals()
     goals += worker_goals()
+    goals += soak_goals()
     w("## Goals")
     w("")
     w("| goal | measured | reference | ratio | target | |")
@@ -320,10 +448,16 @@ def main(raw, versions=None):
         # the reference is a key of raw.tsv, or a fixed figure
         va, vb = f.med(a), (b if isinstance(b, (int, float)) else f.med(b))
         r = ratio(va, vb)
-        ok = None if r is None else (r >= target if op == ">=" else r <= target)
-        mark = "n/a" if ok is None else ("met" if ok else "**missed**")
+        if op == "ref":   # the same ratio in a comparison run, for reference: no goal
+            if r is None:
+                continue
+            ok, mark, target_text = None, "reference", ""
+        else:
+            ok = None if r is None else (r >= target if op == ">=" else r <= target)
+            mark = "n/a" if ok is None else ("met" if ok else "**missed**")
+            target_text = f"{op} {target}×"
         w(f"| {label} | {fmt(va, units.get(a, ''))} | {fmt(vb, units.get(b, ''))} | "
-          f"{'n/a' if r is None else f'{r:.2f}×'} | {op} {target}× | {mark} |")
+          f"{'n/a' if r is None else f'{r:.2f}×'} | {target_text} | {mark} |")
     for label, v, target in (("latency with NOTIFY wake-ups, p50", lat_p50, 2.0),
                              ("latency with NOTIFY wake-ups, p99", lat_p99, 10.0),
                              ("latency with the shared-memory wait, p50", shm_p50, 1.0),
@@ -341,11 +475,7 @@ def main(raw, versions=None):
     w("| scenario | system | clients | figure | ratio |")
     w("|---|---|---:|---:|---|")
 
-    def row(scen, system, clients, key, ref=None, ref_name="", unit=""):
-        v = f.med(key)
-        r = ratio(v, f.med(ref)) if ref else None
-        rtext = f"{r:.2f}× {ref_name}" if r is not None else ("reference" if ref is None and ref_name == "ref" else "")
-        w(f"| {scen} | {system} | {clients} | {fmt(v, unit)}{spread(f, key, unit)} | {rtext} |")
+    row = functools.partial(figure_row, w=w, f=f)
 
     def same_shape_rows(c, label, key, floor_key, ours_key, ours_label, ref_name):
         """The plain-sql INSERT into a table of our shape, and queue_push against it."""
@@ -399,12 +529,7 @@ def main(raw, versions=None):
           f"n_dead_tup {fmt(f.med(f'churn.round{rnd}.dead_tup'))}, "
           f"autovacuums so far {fmt(f.med(f'churn.round{rnd}.autovacuums'))}, "
           f"round took {fmt(f.med(f'churn.round{rnd}.secs'))} s, jobs left {fmt(f.med(f'churn.round{rnd}.left'))} | | | |")
-    row("6 held snapshot", "batched drain, clean", 8, "held.clean", None, "ref")
-    row("6 held snapshot", "batched drain, snapshot held", 8, "held.held", "held.clean", "clean")
-    for kind in ("clean", "held"):
-        w(f"| | after the drain ({kind}): n_dead_tup | | {fmt(f.med(f'held.{kind}.dead_tup'))} | "
-          f"claim index {fmt(f.med(f'held.{kind}.claim_idx_bytes'), 'bytes')}; a VACUUM then found "
-          f"{fmt(f.med(f'held.{kind}.not_removable'))} dead rows not yet removable |")
+    held_rows(f, w)
     for mode, label in (("notify", "NOTIFY wake-ups"), ("poll", "polling every 100 ms"),
                         ("shmem", "shared-memory wait in queue_reserve")):
         kv = f.kv(f"latency.{mode}")
@@ -426,6 +551,7 @@ def main(raw, versions=None):
     cold_plan_rows(f, w)
     steady_rows(f, w, os.path.dirname(os.path.abspath(raw)))
     worker_rows(f, w)
+    soak_rows(f, w, os.path.dirname(os.path.abspath(raw)))
     w("")
 
     # ------------------------------------------------ plans

@@ -2,6 +2,7 @@
 # The jobqueue benchmark: one command, its own throwaway cluster.
 #
 #   bash bench/run.sh [--quick] [--only=NAME[,NAME...]]
+#   bash bench/run.sh --soak [--soak-compare]
 #
 # Installs what it needs (PgQ from apt, the extension via make install, the
 # C++ programs via CMake), starts a PostgreSQL 15 cluster with the fixed
@@ -20,6 +21,10 @@
 #             run only these scenarios: push drain1 drainb depth churn held
 #             latency cold_plan steady worker (the report's rows of the
 #             others, and the ratios that need them, are n/a).
+#   --soak    instead of the scenarios: a steady load of SOAK_SECS (default
+#             600) while a REPEATABLE READ transaction stays open.
+#   --soak-compare
+#             --soak, then the same again with claim positions off.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,19 +33,31 @@ ROOT=$(cd "$BENCH/.." && pwd)
 MODE=full
 SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker"
 ONLY=
+SOAK=0          # 1: --soak, 2: --soak-compare
 for arg in "$@"; do
     case $arg in
         --quick) MODE=quick ;;
         --only=*) ONLY=${arg#--only=} ;;
-        -h|--help) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        --soak) (( SOAK )) || SOAK=1 ;;
+        --soak-compare) SOAK=2 ;;
+        -h|--help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
 for name in ${ONLY//,/ }; do
     [[ " $SCENARIOS " == *" $name "* ]] || { echo "run.sh: unknown scenario: $name (one of: $SCENARIOS)" >&2; exit 2; }
 done
-# want NAME: is scenario NAME to be run (all of them unless --only names some)
-want() { [[ -z $ONLY || ",$ONLY," == *",$1,"* ]]; }
+if (( SOAK )); then
+    [[ -z $ONLY && $MODE == full ]] || { echo "run.sh: --soak runs alone (no --quick, no --only)" >&2; exit 2; }
+    MODE=soak
+    ONLY=soak
+fi
+# want NAME: is scenario NAME to be run (all of them unless --only names
+# some; the soak only with --soak)
+want() {
+    if [[ $1 == soak ]]; then (( SOAK )); return; fi
+    [[ -z $ONLY || ",$ONLY," == *",$1,"* ]]
+}
 
 # ------------------------------------------------------------- parameters
 if [[ $MODE == quick ]]; then
@@ -50,6 +67,7 @@ if [[ $MODE == quick ]]; then
     CHURN_JOBS=30000
     BACKLOG=30000     # drain scenarios start from this many jobs
     BATCH_CALLS=200   # claim calls of 100 in a batched drain
+    HELD_ONE_CLAIMS=4000 # held snapshot: claims of one job in a one-job drain
     STEADY_SECS=20    # length of each steady load
     WORKER_JOBS=10000 # jobs the worker runtime drains from the backlog
     COLD_CLAIMS=50    # claims timed per cold-plan case and session
@@ -60,6 +78,7 @@ else
     CHURN_JOBS=200000
     BACKLOG=100000
     BATCH_CALLS=800
+    HELD_ONE_CLAIMS=8000
     STEADY_SECS=60
     WORKER_JOBS=80000
     COLD_CLAIMS=200
@@ -76,6 +95,12 @@ STEADY_PRODUCERS=4    #   producers sharing that rate, one job per transaction
 STEADY_WORKERS=4      #   SQL workers (or worker runtime threads)
 STEADY_WINDOW=10      #   claim latency compared between the first and last 10 s
 COLD_BACKLOG=50000    # cold plan: claims timed at this backlog
+SOAK_SECS=${SOAK_SECS:-600}   # --soak: length of each steady load
+if ! [[ $SOAK_SECS =~ ^[0-9]+$ ]] || (( SOAK_SECS < 2 )); then echo "run.sh: SOAK_SECS must be a whole number >= 2" >&2; exit 2; fi
+# claim latency compared between the first and last minute (half the run
+# when it is shorter than two minutes)
+SOAK_WINDOW=$(( SOAK_SECS >= 120 ? 60 : (SOAK_SECS + 1) / 2 ))
+SOAK_SAMPLE_SECS=10   # --soak: table size and dead rows sampled this often
 
 # Server settings: the same for every system measured (see README.md).
 BENCH_PGCONF="shared_buffers = 512MB
@@ -138,10 +163,12 @@ STEADY_BIN=$BENCH/build/jq_steady
 WORKER_DRAIN_BIN=$BENCH/build/jq_worker_drain
 
 # ------------------------------------------------------------- cluster
-HOLDER_PID=
+HOLDER_PID=    # the psql holding a snapshot open (held snapshot, soak)
+SAMPLER_PID=   # the soak's size sampler
 cleanup() {
     local rc=$?
     if [[ -n $HOLDER_PID ]]; then kill "$HOLDER_PID" 2>/dev/null || true; fi
+    if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
     jq_cluster_stop
     exit $rc
 }
@@ -160,7 +187,7 @@ q() { psql -X -At -v ON_ERROR_STOP=1 -c "$1"; }
 qq() { psql -X -q -At -v ON_ERROR_STOP=1 "$@" >/dev/null; }
 rec() { printf '%s\t%s\n' "$1" "$2" >> "$RAW"; }
 # calc EXPR: floating-point arithmetic (awk; python3 starts too slowly here)
-calc() { awk "BEGIN { printf \"%.6f\n\", ($1) }"; }
+calc() { awk "function max_0(x) { return x > 0 ? x : 0 } BEGIN { printf \"%.6f\n\", ($1) }"; }
 
 q "SELECT 'extension jobqueue ' || extversion FROM pg_extension WHERE extname = 'jobqueue'
    UNION ALL SELECT 'extension pgq ' || extversion FROM pg_extension WHERE extname = 'pgq'
@@ -175,6 +202,11 @@ rec meta.backlog "$BACKLOG"
 rec meta.steady_secs "$STEADY_SECS"
 rec meta.steady_rate "$STEADY_RATE"
 rec meta.cold_backlog "$COLD_BACKLOG"
+rec meta.held_one_claims "$HELD_ONE_CLAIMS"
+if (( SOAK )); then
+    rec meta.soak_secs "$SOAK_SECS"
+    rec meta.soak_window "$SOAK_WINDOW"
+fi
 rec meta.only "$ONLY"
 rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
 rec meta.load_start "$(cut -d' ' -f1 /proc/loadavg)"
@@ -284,6 +316,55 @@ drain_prepare() {   # system
 }
 table_of() { case $1 in ours) echo queue_jobs ;; floor) echo floor_jobs ;; plain) echo plain_jobs ;; esac; }
 script_of() { case $1 in ours) echo drain_one.sql ;; floor) echo floor_drain.sql ;; plain) echo plain_drain.sql ;; esac; }
+
+# holder_start TABLE: another session (in PGDATABASE) opens a REPEATABLE
+# READ transaction, reads TABLE, and stays in it until holder_stop: its
+# snapshot keeps VACUUM from removing any row deleted since, in every table
+# of the database, whatever table it read.
+holder_start() {
+    psql -X -q -v ON_ERROR_STOP=1 >/dev/null 2>&1 <<SQL &
+SET application_name = 'bench_holder';
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT count(*) FROM $1;
+SELECT pg_sleep(86400);
+COMMIT;
+SQL
+    HOLDER_PID=$!
+    local _
+    for _ in $(seq 1 100); do
+        [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder'
+                 AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") == 1 ]] && return 0
+        sleep 0.1
+    done
+    echo "run.sh: the snapshot holder did not start" >&2
+    return 1
+}
+holder_stop() {
+    qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'"
+    wait "$HOLDER_PID" 2>/dev/null || true
+    HOLDER_PID=
+}
+
+# steady_load TAG SECS WINDOW JQ_STEADY_ARGS...: jq_steady's steady load
+# (STEADY_PRODUCERS producers at STEADY_RATE jobs/s in all, STEADY_WORKERS
+# workers) for SECS s in PGDATABASE, claim latency of the first and last
+# WINDOW s; its summary line in TAG.txt (and STEADY_LINE), the per-second
+# series in TAG.csv, its stderr in TAG.err.
+steady_load() {
+    local tag=$1 secs=$2 window=$3 rc
+    shift 3
+    set +e
+    STEADY_LINE=$(timeout $(( secs + 60 )) "$STEADY_BIN" --producers "$STEADY_PRODUCERS" \
+        --rate "$STEADY_RATE" --workers "$STEADY_WORKERS" --secs "$secs" --window "$window" \
+        --series "$OUT/$tag.csv" "$@" 2>"$OUT/$tag.err")
+    rc=$?
+    set -e
+    echo "$STEADY_LINE" > "$OUT/$tag.txt"
+    if [[ $rc -ne 0 ]]; then
+        echo "jq_steady ($tag) failed (rc $rc):" >&2
+        cat "$OUT/$tag.err" >&2
+    fi
+}
 
 # Warm-up: WAL segments created, catalogs cached, before anything is timed.
 log "warm-up"
@@ -457,50 +538,53 @@ if want churn; then
 fi
 
 # ============================================================= 6. held snapshot
-# The batched drain (8 workers) while another session holds a REPEATABLE
-# READ transaction that has read queue_jobs, against the same drain without.
+# Drains while another session holds a REPEATABLE READ transaction open that
+# has read (queue) queue_jobs or (other) only bench_other, another table of
+# the same database, against the same drain without it (clean): the
+# one-job drain (drain_one.sql, 8 workers, HELD_ONE_CLAIMS claims) and the
+# batched drain (drain_batch.sql, 8 workers, BATCH_CALLS calls of 100).
+# Each with claim positions on (the default) and off (the drain's sessions
+# run with jobqueue.claim_positions=off: claims search from the head), the
+# latter for reference.
 if want held; then
     mark held
-    log "6. held snapshot: batched drain with and without an open REPEATABLE READ transaction"
-    held_run() {   # clean|held
-        local kind=$1
+    log "6. held snapshot: one-job and batched drains, with and without an open REPEATABLE READ transaction, claim positions on and off"
+    held_run() {   # claims(one|batch) holder(clean|queue|other) positions(on|off)
+        local claims=$1 holder=$2 positions=$3 key=held.$2.$1.$3 options='' before after
+        if [[ $positions == off ]]; then options='-c jobqueue.claim_positions=off'; fi
         drain_prepare ours
-        if [[ $kind == held ]]; then
-            psql -X -q -v ON_ERROR_STOP=1 >/dev/null 2>&1 <<'EOF' &
-SET application_name = 'bench_holder';
-BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT count(*) FROM queue_jobs;
-SELECT pg_sleep(3600);
-COMMIT;
-EOF
-            HOLDER_PID=$!
-            for _ in $(seq 1 100); do
-                [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder'
-                         AND backend_xmin IS NOT NULL AND query LIKE '%pg_sleep%'") == 1 ]] && break
-                sleep 0.1
-            done
-        fi
+        case $holder in
+            queue) holder_start queue_jobs ;;
+            other) holder_start bench_other ;;
+        esac
         before=$(count queue_jobs)
-        pgb "held.$kind.r$rep" 8 -t $(( BATCH_CALLS / 8 )) -f "$BENCH/scripts/drain_batch.sql"
-        after=$(count queue_jobs)
-        rec "held.$kind" "$(calc "($before - $after) / $PGB_SECS")"
-        if [[ $rep == 1 ]]; then explain_claim "held-$kind-after" 100; fi
-        sleep 1
-        rec "held.$kind.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-        rec "held.$kind.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
-        # with the snapshot still held: what a VACUUM now can not remove
-        psql -X -q -c "VACUUM (VERBOSE) queue_jobs" >"$OUT/held-$kind-vacuum.r$rep.txt" 2>&1 || true
-        rec "held.$kind.not_removable" "$(sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' \
-            "$OUT/held-$kind-vacuum.r$rep.txt" | head -1)"
-        if [[ $kind == held ]]; then
-            qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'"
-            wait "$HOLDER_PID" 2>/dev/null || true
-            HOLDER_PID=
+        if [[ $claims == one ]]; then
+            PGOPTIONS=$options pgb "$key.r$rep" 8 -t $(( HELD_ONE_CLAIMS / 8 )) -f "$BENCH/scripts/drain_one.sql"
+        else
+            PGOPTIONS=$options pgb "$key.r$rep" 8 -t $(( BATCH_CALLS / 8 )) -f "$BENCH/scripts/drain_batch.sql"
         fi
+        after=$(count queue_jobs)
+        rec "$key" "$(calc "($before - $after) / $PGB_SECS")"
+        if [[ $rep == 1 ]]; then
+            PGOPTIONS=$options explain_claim "held-$holder-$claims-$positions" "$([[ $claims == one ]] && echo 1 || echo 100)"
+        fi
+        sleep 1
+        rec "$key.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
+        rec "$key.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+        # with the snapshot still held: what a VACUUM now can not remove
+        psql -X -q -c "VACUUM (VERBOSE) queue_jobs" >"$OUT/$key-vacuum.r$rep.txt" 2>&1 || true
+        rec "$key.not_removable" "$(sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' \
+            "$OUT/$key-vacuum.r$rep.txt" | head -1)"
+        if [[ $holder != clean ]]; then holder_stop; fi
     }
     for rep in $(seq 1 "$REPS"); do
-        held_run clean
-        held_run held
+        for claims in one batch; do
+            for positions in on off; do
+                for holder in clean queue other; do
+                    held_run "$claims" "$holder" "$positions"
+                done
+            done
+        done
     done
     qq -c "TRUNCATE queue_jobs"
 fi
@@ -580,25 +664,15 @@ if want steady; then
     mark steady
     log "9. steady load: $STEADY_RATE jobs/s from $STEADY_PRODUCERS producers, $STEADY_WORKERS workers, $STEADY_SECS s, from an empty table"
     steady_run() {   # tag notify(on|off|-) consumer push_script [drain_script table]
-        local tag=$1 notify=$2 consumer=$3 push=$4 drain=${5:-} table=${6:-queue_jobs} db=bench_steady_$1 rc
-        local args=(--push-script "$BENCH/scripts/$push" --consumer "$consumer" --table "$table"
-                    --producers "$STEADY_PRODUCERS" --rate "$STEADY_RATE" --workers "$STEADY_WORKERS"
-                    --secs "$STEADY_SECS" --window "$STEADY_WINDOW" --series "$OUT/steady-$tag.csv")
+        local tag=$1 notify=$2 consumer=$3 push=$4 drain=${5:-} table=${6:-queue_jobs} db=bench_steady_$1
+        local args=(--push-script "$BENCH/scripts/$push" --consumer "$consumer" --table "$table")
         if [[ -n $drain ]]; then args+=(--drain-script "$BENCH/scripts/$drain"); fi
         fresh_db "$db"
         if [[ $notify != - ]]; then
             PGDATABASE=$db qq -c "SELECT queue_set_notify('default', $([[ $notify == on ]] && echo true || echo false))"
         fi
-        set +e
-        line=$(PGDATABASE=$db timeout $(( STEADY_SECS + 60 )) "$STEADY_BIN" "${args[@]}" 2>"$OUT/steady-$tag.err")
-        rc=$?
-        set -e
-        echo "$line" > "$OUT/steady-$tag.txt"
-        if [[ $rc -ne 0 ]]; then
-            echo "jq_steady ($tag) failed (rc $rc):" >&2
-            cat "$OUT/steady-$tag.err" >&2
-        fi
-        rec_kv "steady.$tag" "$line"
+        PGDATABASE=$db steady_load "steady-$tag" "$STEADY_SECS" "$STEADY_WINDOW" "${args[@]}"
+        rec_kv "steady.$tag" "$STEADY_LINE"
         dropdb "$db"
     }
     steady_run quiet off sql push.sql drain_one.sql
@@ -631,6 +705,62 @@ if want worker; then
         done
     done
     qq -c "TRUNCATE queue_jobs"
+fi
+
+# ============================================================= soak (--soak)
+# A steady load of SOAK_SECS (STEADY_PRODUCERS producers at STEADY_RATE
+# jobs/s, STEADY_WORKERS one-job workers, as scenario 9 with NOTIFY on, the
+# default) in a fresh database while a REPEATABLE READ transaction that has
+# read bench_other (not queue_jobs) stays open from before the start to
+# after the end; queue_jobs' dead rows and size sampled every
+# SOAK_SAMPLE_SECS.  --soak-compare: the same again with claim positions off.
+if want soak; then
+    mark soak
+    # soak_sample SECOND: one CSV line of queue_jobs' figures now
+    soak_sample() {
+        q "SELECT concat_ws(',', $1, n_dead_tup, n_live_tup, pg_total_relation_size('queue_jobs'),
+                  pg_relation_size('queue_jobs'), pg_relation_size('queue_jobs_claim_idx'), autovacuum_count)
+             FROM pg_stat_user_tables WHERE relname = 'queue_jobs'"
+    }
+    # soak_sampler CSV: a line every SOAK_SAMPLE_SECS from now on, until killed
+    soak_sampler() {
+        local t0 i=0
+        t0=$(date +%s.%N)
+        while :; do
+            soak_sample $(( i * SOAK_SAMPLE_SECS )) >> "$1" || true
+            i=$(( i + 1 ))
+            sleep "$(calc "max_0($t0 + $i * $SOAK_SAMPLE_SECS - $(date +%s.%N))")"
+        done
+    }
+    soak_run() {   # positions(on|off)
+        local positions=$1 db=bench_soak_$1 tag=soak-$1 options='' csv
+        if [[ $positions == off ]]; then options='-c jobqueue.claim_positions=off'; fi
+        csv=$OUT/$tag-size.csv
+        fresh_db "$db"
+        PGDATABASE=$db holder_start bench_other
+        echo "second,n_dead_tup,n_live_tup,total_bytes,heap_bytes,claim_idx_bytes,autovacuums" > "$csv"
+        PGDATABASE=$db soak_sampler "$csv" &
+        SAMPLER_PID=$!
+        PGDATABASE=$db PGOPTIONS=$options steady_load "$tag" "$SOAK_SECS" "$SOAK_WINDOW" \
+            --push-script "$BENCH/scripts/push.sql" --consumer sql --drain-script "$BENCH/scripts/drain_one.sql"
+        kill "$SAMPLER_PID" 2>/dev/null || true
+        wait "$SAMPLER_PID" 2>/dev/null || true
+        SAMPLER_PID=
+        sleep 1   # the workers' last statistics reach pg_stat_user_tables
+        PGDATABASE=$db soak_sample "$SOAK_SECS" >> "$csv"
+        rec_kv "soak.$positions" "$STEADY_LINE"
+        # the snapshot must have been held to the end for the run to count
+        rec "soak.$positions.holder_held" "$(q "SELECT count(*) FROM pg_stat_activity
+            WHERE application_name = 'bench_holder' AND backend_xmin IS NOT NULL")"
+        PGDATABASE=$db holder_stop
+        dropdb --force "$db"
+    }
+    soak_positions=on
+    if (( SOAK == 2 )); then soak_positions="on off"; fi
+    for positions in $soak_positions; do
+        log "soak, claim positions $positions: $STEADY_RATE jobs/s from $STEADY_PRODUCERS producers, $STEADY_WORKERS workers, $SOAK_SECS s, a REPEATABLE READ transaction open throughout"
+        soak_run "$positions"
+    done
 fi
 
 mark end

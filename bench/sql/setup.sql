@@ -40,6 +40,15 @@ CREATE TABLE plain_jobs (
 CREATE INDEX plain_jobs_claim_idx ON plain_jobs (priority DESC, available_at, id);
 CREATE SEQUENCE plain_tokens;
 
+-- ---------------------------------------------------------------- elsewhere
+-- Another application's table in the same database: what a long analytics
+-- transaction reads while the queue runs (run.sh's held snapshot and soak).
+CREATE TABLE bench_other (
+    id    integer PRIMARY KEY,
+    label text    NOT NULL
+);
+INSERT INTO bench_other SELECT i, 'row ' || i FROM generate_series(1, 1000) AS i;
+
 -- ---------------------------------------------------------------- jobqueue
 CREATE EXTENSION jobqueue;
 

@@ -21,15 +21,17 @@
  *
  * Races.  A claim reads the position before its search's snapshot, and
  * its advance at commit must not undo a move back it could not see.  So
- * every move back bumps the queue's generation and is kept in a short ring
- * of recent moves; the advance then lands no further than the earliest
- * move since the generation the claim read, and not at all if the ring no
- * longer reaches back that far.  A job locked by something other than a
+ * every move back bumps the queue's generation and is kept (as the
+ * earliest of its span of generations) for the last few thousand moves;
+ * the advance then lands no further than the earliest move since the
+ * generation the claim read, and not at all if the kept spans no longer
+ * reach back that far.  A job locked by something other than a
  * claim when a claim passes it (plain SQL, or a row lock of the
  * application's) is behind the position without a move back: so a
- * position is trusted for at most MAX_AGE after a claim that searched from
- * the head established it, and the next claim then searches from the
- * head again.  No job waits longer than that for a claim that would
+ * position is trusted for at most MAX_AGE (10 s) after a claim that
+ * searched from the head established it, and the next claim then searches
+ * from the head again (with an old snapshot held, that one search walks
+ * the dead entries, once per MAX_AGE).  No job waits longer than that for a claim that would
  * otherwise have found it.
  *
  * Not used without preload, for a 1.0 schema, with a clock offset set in
@@ -54,15 +56,24 @@
 #include "utils/memutils.h"
 
 #define POSITION_SLOTS 256		/* queues (of all databases) with a position */
-#define MOVE_RING 32			/* recent moves back kept per queue */
-#define MAX_AGE_USECS USECS_PER_SEC
+/*
+ * Recent moves back are kept per queue as the earliest of each span of
+ * MOVE_SPAN generations, for the last MOVE_SPANS spans: an advance sees
+ * every move since the generation it read (and some before, which only
+ * makes it more careful) while its claim took fewer than
+ * MOVE_SPAN * (MOVE_SPANS - 1) moves back, about 64,000: many seconds of
+ * pushes at thousands a second.
+ */
+#define MOVE_SPAN 1024
+#define MOVE_SPANS 64
+#define MAX_AGE_USECS (30 * USECS_PER_SEC)
 #define QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
-typedef struct MoveBack
+typedef struct MoveSpan
 {
-	uint64		generation;		/* the generation this move made */
-	ClaimPosition to;
-} MoveBack;
+	uint64		span;			/* generation / MOVE_SPAN of the moves kept here */
+	ClaimPosition earliest;		/* the earliest position they moved to */
+} MoveSpan;
 
 typedef struct PositionSlot
 {
@@ -71,8 +82,9 @@ typedef struct PositionSlot
 	bool		valid;
 	ClaimPosition at;
 	TimestampTz established;	/* when a search from the head set it */
+	TimestampTz refreshing;		/* when a claim began a search from the head, or 0 */
 	uint64		generation;		/* moves back so far */
-	MoveBack	moves[MOVE_RING];	/* moves[g % MOVE_RING]: the move of generation g */
+	MoveSpan	spans[MOVE_SPANS];	/* spans[s % MOVE_SPANS]: the moves of span s */
 } PositionSlot;
 
 typedef struct PositionShared
@@ -136,6 +148,8 @@ FindSlot(const char *queue)
 		if (slot->database == InvalidOid)
 		{
 			memset(slot, 0, sizeof(PositionSlot));
+			for (int s = 0; s < MOVE_SPANS; s++)
+				slot->spans[s].span = PG_UINT64_MAX;	/* holds no moves yet */
 			slot->database = MyDatabaseId;
 			strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
 			return i;
@@ -170,8 +184,19 @@ ReadClaimStart(text *queue, ClaimStart *start)
 		PositionSlot *slot = &positions->slots[start->slot];
 
 		start->generation = slot->generation;
-		start->from_position = slot->valid && now - slot->established < MAX_AGE_USECS;
 		start->at = slot->at;
+		start->from_position = slot->valid;
+		/*
+		 * An old position is renewed by one claim searching from the head;
+		 * the others keep using it meanwhile (the search can be long while
+		 * an old snapshot is held), unless that claim is gone.
+		 */
+		if (slot->valid && now - slot->established >= MAX_AGE_USECS &&
+			(slot->refreshing == 0 || now - slot->refreshing >= MAX_AGE_USECS))
+		{
+			slot->refreshing = now;
+			start->from_position = false;
+		}
 	}
 	SpinLockRelease(&positions->mutex);
 	pfree(name);
@@ -268,9 +293,19 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 static void
 MoveBackLocked(PositionSlot *slot, const ClaimPosition *to)
 {
+	uint64		span;
+	MoveSpan   *kept;
+
 	slot->generation++;
-	slot->moves[slot->generation % MOVE_RING].generation = slot->generation;
-	slot->moves[slot->generation % MOVE_RING].to = *to;
+	span = slot->generation / MOVE_SPAN;
+	kept = &slot->spans[span % MOVE_SPANS];
+	if (kept->span != span)
+	{
+		kept->span = span;
+		kept->earliest = *to;
+	}
+	else if (ClaimPositionBefore(to, &kept->earliest))
+		kept->earliest = *to;
 	if (slot->valid && ClaimPositionBefore(to, &slot->at))
 		slot->at = *to;
 }
@@ -284,14 +319,20 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 {
 	ClaimPosition target = claim->last;
 
-	if (slot->generation - claim->start.generation >= MOVE_RING)
-		return;					/* the ring no longer reaches back: stay */
-	for (uint64 g = claim->start.generation + 1; g <= slot->generation; g++)
-	{
-		const MoveBack *move = &slot->moves[g % MOVE_RING];
+	uint64		first_span = (claim->start.generation + 1) / MOVE_SPAN;
+	uint64		last_span = slot->generation / MOVE_SPAN;
 
-		if (move->generation == g && ClaimPositionBefore(&move->to, &target))
-			target = move->to;
+	if (slot->generation > claim->start.generation)
+	{
+		if (last_span - first_span >= MOVE_SPANS)
+			return;				/* the spans no longer reach back: stay */
+		for (uint64 s = first_span; s <= last_span; s++)
+		{
+			const MoveSpan *kept = &slot->spans[s % MOVE_SPANS];
+
+			if (kept->span == s && ClaimPositionBefore(&kept->earliest, &target))
+				target = kept->earliest;
+		}
 	}
 	if (!claim->start.from_position)
 	{
@@ -299,6 +340,7 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 		slot->valid = true;
 		slot->at = target;
 		slot->established = now;
+		slot->refreshing = 0;
 	}
 	else if (slot->valid && ClaimPositionBefore(&slot->at, &target))
 		slot->at = target;

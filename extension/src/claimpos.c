@@ -36,7 +36,9 @@
  *
  * Not used without preload, for a 1.0 schema, with a clock offset set in
  * the session, under REPEATABLE READ or SERIALIZABLE (the snapshot is
- * older than the position read), or for queues beyond POSITION_SLOTS; the
+ * older than the position read), or for queues beyond the first
+ * POSITION_SLOTS the server has seen since it started (slots are not
+ * given back: the transaction-end lists refer to them by number); the
  * claim then searches from the head, as it always did.
  *
  *-------------------------------------------------------------------------

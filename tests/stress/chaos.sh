@@ -61,7 +61,8 @@ QUEUE=chaos
 BATCH=500            # jobs per queue_push_many call
 BACKLOG=1500         # the producer waits while more jobs than this are pending
 MAX_ATTEMPTS=25
-PROBE=200            # jobs pushed after the chaos to see every live worker take some
+PROBE=1000           # jobs pushed after the chaos to see every live worker take some
+                     # (a worker claims up to its threads + claim-ahead at once: 100 and more)
 KILL_MIN_MS=${CHAOS_KILL_MIN_MS:-200}
 KILL_MAX_MS=${CHAOS_KILL_MAX_MS:-600}
 SEED=${CHAOS_SEED:-$(( $$ ^ $(date +%s) ))}

@@ -108,7 +108,7 @@ struct WorkerOptions {
     // the recent mean run time of its jobs: none ahead for long jobs (nor
     // before a first job has finished).
     int claim_ahead = 100;
-    static constexpr std::chrono::milliseconds claim_ahead_horizon{100};
+    static constexpr std::chrono::milliseconds claim_ahead_horizon{10};
     // Largest claim batch; 0 means threads + claim_ahead.
     int max_batch = 0;
     // Outcomes of finished jobs are recorded together, one call per kind

@@ -209,6 +209,8 @@ private:
     void wait_for_wakeup(Client& client);
     void report_error(const char* what, const Error& e);
     void sleep_for(std::chrono::milliseconds span);
+    // Wake every waiting thread after a stop flag changed.
+    void wake_all();
 
     WorkerOptions options_;
     std::map<std::string, Handler> handlers_;
@@ -216,6 +218,8 @@ private:
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
+    // handler threads wait on this one alone: jobs claimed, or stopping
+    std::condition_variable work_;
     std::deque<Claimed> ready_;             // claimed, not started
     std::map<std::int64_t, Running> running_;  // by job id
     int busy_ = 0;                          // handler threads running a job

@@ -201,7 +201,7 @@ void Worker::dispatcher_loop() {
             std::lock_guard<std::mutex> lock(mutex_);
             claimed_ += static_cast<std::int64_t>(jobs.size());
             for (auto& job : jobs) ready_.push_back(Claimed{std::move(job), claimed_at});
-            changed_.notify_all();
+            work_.notify_all();
             continue;
         }
         if (!options_.wait_in_server) wait_for_wakeup(*client);
@@ -270,7 +270,7 @@ void Worker::handler_loop() {
         std::shared_ptr<JobContext> context = std::make_shared<JobContext>();
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            changed_.wait(lock, [&] { return !ready_.empty() || stopping_; });
+            work_.wait(lock, [&] { return !ready_.empty() || stopping_; });
             if (stopping_) return;  // unstarted jobs are released by the dispatcher
             job = std::move(ready_.front().job);
             const auto claimed_at = ready_.front().claimed_at;
@@ -409,17 +409,25 @@ void Worker::release_running(Client& client) {
     for (auto& context : contexts) context->stop_ = true;
 }
 
+// Passing through the mutex first: a thread that saw the flag unset under it
+// is already waiting, so it gets the notification (none is missed).
+void Worker::wake_all() {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    changed_.notify_all();
+    work_.notify_all();
+}
+
 void Worker::request_stop() noexcept {
     stop_requested_ = true;
     stopping_ = true;
-    changed_.notify_all();
+    wake_all();
 }
 
 void Worker::stop() {
     if (!started_ || stopped_) return;
     stopped_ = true;
     stopping_ = true;
-    changed_.notify_all();
+    wake_all();
     if (dispatcher_.joinable()) dispatcher_.join();
 
     {

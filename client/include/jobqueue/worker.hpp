@@ -109,7 +109,7 @@ struct WorkerOptions {
     // the recent mean run time of its jobs: none ahead for long jobs (nor
     // before a first job has finished).
     int claim_ahead = 100;
-    static constexpr std::chrono::milliseconds claim_ahead_horizon{100};
+    static constexpr std::chrono::milliseconds claim_ahead_horizon{10};
     // Largest claim batch; 0 means threads + claim_ahead.
     int max_batch = 0;
     // Outcomes of finished jobs are recorded together, one call per kind
@@ -210,6 +210,8 @@ private:
     void wait_for_wakeup(Client& client);
     void report_error(const char* what, const Error& e);
     void sleep_for(std::chrono::milliseconds span);
+    // Wake every waiting thread after a stop flag changed.
+    void wake_all();
 
     WorkerOptions options_;
     std::map<std::string, Handler> handlers_;
@@ -217,6 +219,8 @@ private:
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
+    // handler threads wait on this one alone: jobs claimed, or stopping
+    std::condition_variable work_;
     std::deque<Claimed> ready_;             // claimed, not started
     std::map<std::int64_t, Running> running_;  // by job id
     int busy_ = 0;                          // handler threads running a job

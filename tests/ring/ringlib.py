@@ -1,0 +1,191 @@
+"""Helpers of the storage ring suites (tests/ring): connections, a database of
+their own, checks with a summary, rotations counted, and the server's
+process (kill -9 and start again).
+
+Connections come from the PG* environment (PGHOST, PGPORT, PGUSER); every
+suite works in a database it creates and drops.  Debian's psycopg2.
+"""
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg2
+
+
+def connect(dbname, autocommit=True, settings=None):
+    """A connection to dbname; settings ({name: value}) are SET for the session."""
+    conn = psycopg2.connect(dbname=dbname, connect_timeout=10)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        for name, value in (settings or {}).items():
+            cur.execute("SELECT set_config(%s, %s, false)", (name, str(value)))
+    conn.autocommit = autocommit
+    return conn
+
+
+def one(conn, sql, args=None):
+    """The first column of the first row of sql's result (None without one)."""
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        row = cur.fetchone() if cur.description else None
+    return None if row is None else row[0]
+
+
+class Database:
+    """A database of the suite's own with the extension created; dropped at
+    the end (with force: connections a killed test left behind go too).
+    settings become the database's defaults (ALTER DATABASE SET), so every
+    session of the suite agrees on them (jobqueue.ring_period above all:
+    each session computes the ring partition its pushes go to)."""
+
+    def __init__(self, name, settings=None):
+        self.name = name
+        self.settings = settings or {}
+
+    def __enter__(self):
+        admin = connect("postgres")
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            cur.execute(f'CREATE DATABASE "{self.name}"')
+            for name, value in self.settings.items():
+                cur.execute(f'ALTER DATABASE "{self.name}" SET "{name}" = %s', (str(value),))
+        admin.close()
+        conn = connect(self.name)
+        with conn.cursor() as cur:
+            cur.execute("CREATE EXTENSION jobqueue")
+            cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")
+            self.version = cur.fetchone()[0]
+        conn.close()
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            admin = connect("postgres")
+            with admin.cursor() as cur:
+                cur.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            admin.close()
+        except psycopg2.Error as e:
+            print(f"note: could not drop {self.name}: {e}", file=sys.stderr)
+        return False
+
+    def connect(self, autocommit=True, settings=None):
+        return connect(self.name, autocommit, settings)
+
+
+class Checks:
+    """Named checks; finish() prints "N passed, N failed" and the exit status."""
+
+    def __init__(self, suite):
+        self.suite = suite
+        self.passed = 0
+        self.failed = 0
+        self.started = time.monotonic()
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"ok   {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL {name}{': ' + str(detail) if detail else ''}")
+        sys.stdout.flush()
+        return ok
+
+    def finish(self):
+        print(f"{self.suite}: {time.monotonic() - self.started:.0f}s")
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
+class Rotations:
+    """What queue_rotate answered, by (argument, outcome)."""
+
+    def __init__(self):
+        self.outcomes = collections.Counter()
+        self.moved = 0
+
+    def rotate(self, cur, ring):
+        cur.execute("SELECT rotated, moved, truncated, outcome FROM queue_rotate(%s)", (ring,))
+        rotated, moved, truncated, outcome = cur.fetchone()
+        self.outcomes[(ring, outcome)] += 1
+        self.moved += moved
+        return rotated, moved, truncated, outcome
+
+    def count(self, outcome, ring="any"):
+        return sum(n for (r, o), n in self.outcomes.items()
+                   if o == outcome and (ring == "any" or r == ring))
+
+    def summary(self):
+        return ", ".join(f"{'NULL' if r is None else r}:{o}={n}"
+                         for (r, o), n in sorted(self.outcomes.items(), key=lambda x: (str(x[0][0]), x[0][1])))
+
+
+def ring_size(conn):
+    """Bytes of the two ring partitions with their indexes."""
+    return one(conn, "SELECT pg_total_relation_size('queue_jobs_ring0') + pg_total_relation_size('queue_jobs_ring1')")
+
+
+# ------------------------------------------------------------ the server
+
+def _as_postgres(argv):
+    """Run a server command as the postgres account when we are root
+    (initdb and postgres refuse root), from the cluster's directory."""
+    if os.getuid() == 0:
+        argv = ["runuser", "-u", "postgres", "--"] + argv
+    return subprocess.run(argv, cwd=os.environ["JQ_CLUSTER_DIR"], capture_output=True, text=True, timeout=120)
+
+
+def postmaster_pid():
+    with open(os.path.join(os.environ["JQ_PGDATA"], "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def _children(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def kill_server():
+    """kill -9 of the postmaster of the suite's cluster; waits until its
+    children (which exit when they notice) are gone, so it can start again."""
+    pid = postmaster_pid()
+    kids = _children(pid)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for k in kids:
+        if _alive(k):
+            os.kill(k, signal.SIGKILL)
+    while _alive(pid):
+        time.sleep(0.05)
+
+
+def start_server():
+    """Start the cluster again after kill_server (crash recovery runs)."""
+    bindir = os.environ["JQ_PGBIN"]
+    done = _as_postgres([f"{bindir}/pg_ctl", "-D", os.environ["JQ_PGDATA"], "-l", os.environ["JQ_SERVER_LOG"],
+                         "-w", "-s", "start"])
+    if done.returncode != 0:
+        raise RuntimeError(f"pg_ctl start failed: {done.stdout} {done.stderr}")

@@ -7,9 +7,11 @@ suite works in a database it creates and drops.  Debian's psycopg2.
 """
 import collections
 import os
+import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psycopg2
@@ -189,3 +191,112 @@ def start_server():
                          "-w", "-s", "start"])
     if done.returncode != 0:
         raise RuntimeError(f"pg_ctl start failed: {done.stdout} {done.stderr}")
+
+
+# ------------------------------------------------------------ a steady load
+
+class Load:
+    """Producers pushing and workers claiming and completing jobs of one
+    queue, each in its own session, recording what committed and how long
+    each call took: server side (clock_timestamp() - statement_timestamp(),
+    read in the call's own statement, so it counts every lock wait inside
+    the call) and client side.  A worker completes a claimed job unless
+    hold_share says to keep it (held jobs keep their tokens in self.held).
+    A call cut by an error (the server killed) is uncertain: its job is put
+    in self.uncertain, and the session stops."""
+
+    def __init__(self, db, queue, producers=2, workers=2, lease="60 seconds", hold_share=0.0,
+                 pace=0.002, seed=1):
+        self.db, self.queue, self.lease, self.hold_share, self.pace = db, queue, lease, hold_share, pace
+        self.rng = random.Random(seed)
+        self.pushed = set()            # committed pushes
+        self.completed = set()         # committed completions
+        self.held = {}                 # id -> token of claims kept
+        self.uncertain = set()         # ids of calls an error cut
+        self.cut_pushes = 0            # pushes an error cut (their ids unknown)
+        self.latencies = collections.defaultdict(list)   # kind -> [(server s, client s)]
+        self.errors = []
+        self._stop = threading.Event()
+        self._threads = ([threading.Thread(target=self._produce, args=(random.Random(self.rng.random()),))
+                          for _ in range(producers)]
+                         + [threading.Thread(target=self._work, args=(random.Random(self.rng.random()),))
+                            for _ in range(workers)])
+
+    def start(self):
+        for t in self._threads:
+            t.daemon = True
+            t.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    def _timed(self, cur, kind, sql, args):
+        t0 = time.monotonic()
+        cur.execute(sql, args)
+        row = cur.fetchone()
+        self.latencies[kind].append((row[-1].total_seconds(), time.monotonic() - t0))
+        return row
+
+    def _produce(self, rng):
+        try:
+            conn = self.db.connect()
+            cur = conn.cursor()
+        except psycopg2.Error as e:
+            self.errors.append(f"producer: {e}")
+            return
+        while not self._stop.is_set():
+            try:
+                job_id = self._timed(cur, "push", "SELECT queue_push('load', '{}', %s), "
+                                     "clock_timestamp() - statement_timestamp()", (self.queue,))[0]
+                self.pushed.add(job_id)
+            except psycopg2.Error as e:
+                self.cut_pushes += 1
+                self.errors.append(f"producer: {type(e).__name__}: {str(e).strip()[:200]}")
+                return
+            time.sleep(rng.random() * self.pace)
+
+    def _work(self, rng):
+        try:
+            conn = self.db.connect()
+            cur = conn.cursor()
+        except psycopg2.Error as e:
+            self.errors.append(f"worker: {e}")
+            return
+        job_id = None
+        while not self._stop.is_set():
+            try:
+                job_id = None
+                ids, tokens, _ = self._timed(
+                    cur, "claim", "SELECT array_agg(id), array_agg(token), clock_timestamp() - statement_timestamp()"
+                    " FROM queue_reserve(%s, %s::interval, 'load', 5)", ([self.queue], self.lease))
+                if not ids:
+                    time.sleep(0.005)
+                    continue
+                for job_id, token in zip(ids, tokens):
+                    if rng.random() < self.hold_share:
+                        self.held[job_id] = token
+                        continue
+                    ok = self._timed(cur, "complete", "SELECT queue_delete(%s, %s), "
+                                     "clock_timestamp() - statement_timestamp()", (job_id, token))[0]
+                    if ok:
+                        self.completed.add(job_id)
+                    else:
+                        self.errors.append(f"worker: completing job {job_id} with its token returned false")
+                job_id = None
+            except psycopg2.Error as e:
+                if job_id is not None:
+                    self.uncertain.add(job_id)
+                self.errors.append(f"worker: {type(e).__name__}: {str(e).strip()[:200]}")
+                return
+
+    def worst(self, kinds=("push", "claim", "complete")):
+        """The longest server-side and client-side call of these kinds (seconds)."""
+        both = [lat for k in kinds for lat in self.latencies[k]]
+        return (max((s for s, _ in both), default=0.0), max((c for _, c in both), default=0.0), len(both))
+
+    def share_over(self, seconds, kinds=("push", "claim", "complete")):
+        both = [s for k in kinds for s, _ in self.latencies[k]]
+        return sum(1 for s in both if s > seconds), len(both)

@@ -170,18 +170,30 @@ def _alive(pid):
 
 def kill_server():
     """kill -9 of the postmaster of the suite's cluster; waits until its
-    children (which exit when they notice) are gone, so it can start again."""
+    children (which exit when they notice) are gone, so it can start again.
+    Returns the commands of the children still alive after 30 s (then
+    killed too): every server process should notice its postmaster's death."""
     pid = postmaster_pid()
     kids = _children(pid)
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while any(_alive(k) for k in kids) and time.monotonic() < deadline:
         time.sleep(0.05)
+    stuck = []
     for k in kids:
         if _alive(k):
+            with open(f"/proc/{k}/cmdline", "rb") as f:
+                stuck.append(f.read().replace(b"\0", b" ").decode(errors="replace").strip())
             os.kill(k, signal.SIGKILL)
-    while _alive(pid):
+    while _alive(pid) or any(_alive(k) for k in kids):
         time.sleep(0.05)
+    # The postmaster is not our child: until whoever adopted it reaps it, it
+    # is a zombie, which the next postmaster takes for a running one
+    # ("lock file postmaster.pid already exists").  Wait for that.
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return stuck
 
 
 def start_server():
@@ -190,7 +202,9 @@ def start_server():
     done = _as_postgres([f"{bindir}/pg_ctl", "-D", os.environ["JQ_PGDATA"], "-l", os.environ["JQ_SERVER_LOG"],
                          "-w", "-s", "start"])
     if done.returncode != 0:
-        raise RuntimeError(f"pg_ctl start failed: {done.stdout} {done.stderr}")
+        with open(os.environ["JQ_SERVER_LOG"]) as f:
+            log = f.readlines()[-15:]
+        raise RuntimeError(f"pg_ctl start failed: {done.stdout} {done.stderr}\n{''.join(log)}")
 
 
 # ------------------------------------------------------------ a steady load

@@ -59,6 +59,16 @@ PG_FUNCTION_INFO_V1(jobqueue_rotate);
 static int	ring_period_seconds = JQ_DEFAULT_RING_PERIOD_SECONDS;
 static int	ring_lock_timeout_ms = JQ_DEFAULT_RING_LOCK_TIMEOUT_MS;
 
+/*
+ * After a rotation found its partition busy (or too full), this backend's
+ * rotations that pick their partition by time (queue_tick) wait this part
+ * of a period before trying again: each lock request makes the claims
+ * behind it wait up to the lock timeout, and a long transaction that holds
+ * the lock is not gone a second later.
+ */
+#define BUSY_BACKOFF_PARTS 4
+static TimestampTz busy_until = 0;
+
 /* Rotations of one database take turns (advisory lock class of the ring). */
 #define RING_LOCK_CLASS 3
 
@@ -234,6 +244,11 @@ RotateRing(const JqCall *call, int ring)
 			result.outcome = "not due";
 			return result;
 		}
+		if (wall < busy_until)
+		{
+			result.outcome = "busy";
+			return result;
+		}
 	}
 	relid = RingPartition(call, result.ring);
 	if (!PartitionHasPages(relid))
@@ -248,6 +263,8 @@ RotateRing(const JqCall *call, int ring)
 			result.outcome = "too many";
 		else if (!LockPartitionBriefly(relid))
 			result.outcome = "busy";
+		if (result.outcome != NULL)
+			busy_until = wall + (int64) ring_period_seconds * USECS_PER_SEC / BUSY_BACKOFF_PARTS;
 		else
 		{
 			int			to = result.ring == current ? (current + 1) % JQ_RING_PARTITIONS : current;

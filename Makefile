@@ -69,7 +69,8 @@ REGRESS = \
 	waiting \
 	plans \
 	upgrade \
-	upgrade_1_2
+	upgrade_1_2 \
+	upgrade_1_3
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

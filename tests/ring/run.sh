@@ -12,9 +12,11 @@
 #   tests/ring/crash.py   (c) kill -9 during an open rotation and right after
 #                         a committed one under load: nothing lost, nothing
 #                         twice, held jobs complete with their tokens
+#   tests/ring/due.py     rotations by time (queue_rotate(NULL), queue_tick):
+#                         the partition pushes left, from half a period on
 # Each part is bounded (timeout); the cluster is always stopped.  Knobs are
 # those of the two programs (JQ_RING_SELFTEST=norotate|lock, ...).
-# Last line: "N passed, N failed" (checks of both programs).
+# Last line: "N passed, N failed" (checks of the three programs).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -47,6 +49,7 @@ run_part() { # run_part SECONDS program: adds the program's "N passed, N failed"
 
 run_part 150 tests/ring/held.py
 run_part 200 tests/ring/crash.py
+run_part 60 tests/ring/due.py
 
 jq_cluster_stop
 echo "$passed passed, $failed failed"

@@ -174,6 +174,18 @@ AS 'MODULE_PATHNAME', 'jobqueue_push_many_1_3'
 LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
 
+-- A claim updates its jobs' partition only.
+CREATE OR REPLACE FUNCTION @extschema@.queue_reserve(
+    queues   text[]   DEFAULT '{default}',
+    lease    interval DEFAULT NULL,
+    worker   text     DEFAULT '',
+    max_jobs integer  DEFAULT 1,
+    wait     interval DEFAULT '0')
+RETURNS SETOF @extschema@.queue_job
+AS 'MODULE_PATHNAME', 'jobqueue_reserve_1_3'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER ROWS 1
+SET search_path = pg_catalog, pg_temp;
+
 -- The tick also turns the ring.
 CREATE OR REPLACE FUNCTION @extschema@.queue_tick(
     OUT schedule text, OUT due_at timestamptz, OUT job_id bigint)

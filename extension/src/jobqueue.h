@@ -174,7 +174,7 @@ typedef enum ClaimCandidateColumn
 	CANDIDATE_ID = 1,
 	CANDIDATE_PRIORITY,
 	CANDIDATE_AVAILABLE_AT,
-	CANDIDATE_RING				/* since 1.3 */
+	CANDIDATE_PARTITION			/* since 1.3: its partition's relation id */
 } ClaimCandidateColumn;
 
 /*
@@ -201,7 +201,7 @@ extern int	QueueExecuteOn(const JqCall *call, QueuePlanId id, JobTable table,
 /* results.c */
 extern ArrayType *Int8ArrayFromDatums(Datum *values, int count);
 extern int64 SpiInt8(uint64 row, int column);
-extern int16 SpiInt16(uint64 row, int column);
+extern Oid	SpiOid(uint64 row, int column);
 extern int32 SpiInt32(uint64 row, int column);
 extern bool SpiBool(uint64 row, int column);
 extern TimestampTz SpiTimestampTz(uint64 row, int column);
@@ -320,6 +320,7 @@ extern void JobqueueDefineRing(void);
 extern void RotateRingIfDue(const JqCall *call);
 extern JobTable RingJobTable(int ring);
 extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
+extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
 extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
 								const char *nulls, int expected, JobTable *found);
 

@@ -104,7 +104,7 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 /* Claim candidates, with their claim positions (ClaimCandidateColumn). */
 #define CANDIDATE_COLUMNS "id, priority, available_at"
 /* Since 1.3 with their partition, so that the claim updates that one only. */
-#define CANDIDATE_COLUMNS_1_3 CANDIDATE_COLUMNS ", ring"
+#define CANDIDATE_COLUMNS_1_3 CANDIDATE_COLUMNS ", tableoid"
 
 /* The claim's search from the head of queue $1, for $3 jobs due at $2. */
 #define CLAIM_CANDIDATES_SQL(columns) \
@@ -579,7 +579,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long"
 		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  unique_key, deadline, ring)"
-		" VALUES (pg_catalog.nextval('@S@.queue_job_ids'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7,"
+		" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7,"
 		"  $8, $9, " SQL_NUMBER(JQ_RING_LONG) ")"
 		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
 		" RETURNING id, " WANTS_WAKEUPS,
@@ -605,28 +605,29 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID},
 		.per_partition = true
 	},
-	/* The live jobs of ring partition $1, counted up to one more than a rotation moves. */
+	/* The live jobs of a ring partition, counted up to one more than a rotation moves. */
 	[PLAN_RING_LIVE_JOBS][JQ_API_1_3] = {
 		"SELECT pg_catalog.count(*) FROM"
-		" (SELECT 1 FROM @J@ WHERE ring = $1"
-		"  LIMIT " SQL_NUMBER(JQ_RING_MOVE_MAX) " + 1) live",
-		1, {INT2OID}
+		" (SELECT 1 FROM @J@ LIMIT " SQL_NUMBER(JQ_RING_MOVE_MAX) " + 1) live",
+		0, {0},
+		.per_partition = true
 	},
 	/*
 	 * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
-	 * job of ring partition $1, unchanged, to ring partition $2, or to long
-	 * when it is not held and due after $3 (a long delay or backoff).
+	 * job of a ring partition, unchanged, to ring partition $1, or to long
+	 * when it is not held and due after $2 (a long delay or backoff).
 	 */
 	[PLAN_RING_MOVE][JQ_API_1_3] = {
 		"WITH moved AS ("
-		"  DELETE FROM @J@ WHERE ring = $1 RETURNING *"
+		"  DELETE FROM @J@ RETURNING *"
 		")"
-		" INSERT INTO @J@ (" RING_MOVED_COLUMNS ", ring)"
+		" INSERT INTO @S@.queue_jobs (" RING_MOVED_COLUMNS ", ring)"
 		" SELECT " RING_MOVED_COLUMNS ","
-		"  CASE WHEN available_at > $3 AND NOT " HELD " THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $2 END"
+		"  CASE WHEN available_at > $2 AND NOT " HELD " THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $1 END"
 		" FROM moved"
 		" RETURNING queue, priority, available_at, id, ready",
-		3, {INT2OID, INT2OID, TIMESTAMPTZOID}
+		2, {INT2OID, TIMESTAMPTZOID},
+		.per_partition = true
 	},
 };
 

@@ -72,7 +72,8 @@ typedef struct Candidates
 	Datum	   *ids;
 	ClaimPosition *positions;	/* each one's claim position */
 	ClaimSlot  *slots;			/* sorted by id */
-	JobTable	table;			/* the partition holding them all, else JOBS_ALL */
+	Oid			partition;		/* 1.3: the partition holding them all, if one does */
+	bool		several;		/* 1.3: they are in several partitions */
 } Candidates;
 
 /* Columns of the due-probe (PLAN_FIND_DUE): those after exhausted only since 1.1. */
@@ -224,16 +225,20 @@ static void
 AddCandidates(const JqCall *call, QueuePlanId plan, JobTable search, Datum *args,
 			  Candidates *found)
 {
-	bool		knows_ring = JqCallSince(call, JQ_API_1_3);
+	bool		knows_partition = JqCallSince(call, JQ_API_1_3);
 
 	QueueExecuteOn(call, plan, search, args, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		int			i = found->count++;
-		JobTable	table = knows_ring ? RingJobTable(SpiInt16(row, CANDIDATE_RING)) : JOBS_ALL;
 
-		/* one partition for all: the claim's UPDATE starts on that one only */
-		found->table = i == 0 || table == found->table ? table : JOBS_ALL;
+		if (knows_partition)
+		{
+			Oid			partition = SpiOid(row, CANDIDATE_PARTITION);
+
+			found->several |= i > 0 && partition != found->partition;
+			found->partition = partition;
+		}
 		found->positions[i].id = SpiInt8(row, CANDIDATE_ID);
 		found->positions[i].priority = SpiInt32(row, CANDIDATE_PRIORITY);
 		found->positions[i].available_at = SpiTimestampTz(row, CANDIDATE_AVAILABLE_AT);
@@ -256,7 +261,8 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
 	JobTable	search = JOBS_ALL;
 
 	found->count = 0;
-	found->table = JOBS_ALL;
+	found->partition = InvalidOid;
+	found->several = false;
 	found->ids = palloc(sizeof(Datum) * limit);
 	found->positions = palloc(sizeof(ClaimPosition) * limit);
 	found->slots = palloc(sizeof(ClaimSlot) * limit);
@@ -293,6 +299,9 @@ ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 {
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	/* all in one partition (the usual case): the UPDATE starts on that one only */
+	JobTable	table = OidIsValid(found->partition) && !found->several
+		? JobTableOfPartition(call, found->partition) : JOBS_ALL;
 
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(found->ids, found->count));
 	args[1] = queue;
@@ -306,8 +315,7 @@ ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 	else
 		args[3] = TimestampTzGetDatum(QueueTimeAfter(call->now, terms->lease));
 	args[4] = PointerGetDatum(terms->worker);
-	QueueExecuteOn(call, PLAN_CLAIM_UPDATE, found->table, args, nulls,
-				   SPI_OK_UPDATE_RETURNING);
+	QueueExecuteOn(call, PLAN_CLAIM_UPDATE, table, args, nulls, SPI_OK_UPDATE_RETURNING);
 }
 
 /*

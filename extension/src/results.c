@@ -56,10 +56,10 @@ SpiInt8(uint64 row, int column)
 	return DatumGetInt64(SpiValue(row, column));
 }
 
-int16
-SpiInt16(uint64 row, int column)
+Oid
+SpiOid(uint64 row, int column)
 {
-	return DatumGetInt16(SpiValue(row, column));
+	return DatumGetObjectId(SpiValue(row, column));
 }
 
 int32

@@ -145,6 +145,16 @@ LockJobPartitions(const JqCall *call, JobTable order[3], Oid *relids)
 	return true;
 }
 
+/* The job table of one of the call's partitions, by relation id (else JOBS_ALL). */
+JobTable
+JobTableOfPartition(const JqCall *call, Oid relid)
+{
+	for (JobTable t = JOBS_RING0; t < NUM_JOB_TABLES; t++)
+		if (get_relname_relid(JobTableName(t), call->schema) == relid)
+			return t;
+	return JOBS_ALL;
+}
+
 /*
  * Where a claim of a 1.3 schema searches: the only partition with pages,
  * or JOBS_ALL when several have some; false when none has any (nothing to
@@ -303,13 +313,13 @@ LockPartitionBriefly(Oid relid)
 static int64
 MoveAndTruncate(const JqCall *call, int ring, int to)
 {
-	Datum		args[3];
+	Datum		args[2];
 	uint64		moved;
 
-	args[0] = Int16GetDatum((int16) ring);
-	args[1] = Int16GetDatum((int16) to);
-	args[2] = TimestampTzGetDatum(call->now + (int64) ring_period_seconds * USECS_PER_SEC);
-	QueueExecute(call, PLAN_RING_MOVE, args, NULL, SPI_OK_INSERT_RETURNING);
+	args[0] = Int16GetDatum((int16) to);
+	args[1] = TimestampTzGetDatum(call->now + (int64) ring_period_seconds * USECS_PER_SEC);
+	QueueExecuteOn(call, PLAN_RING_MOVE, RingJobTable(ring), args, NULL,
+				   SPI_OK_INSERT_RETURNING);
 	moved = SPI_processed;
 	for (uint64 row = 0; row < moved; row++)
 	{
@@ -340,7 +350,6 @@ RotateRing(const JqCall *call, int ring)
 	TimestampTz wall = GetCurrentTimestamp();
 	int			current = RingAt(wall);
 	Oid			relid;
-	Datum		arg;
 
 	if (ring < 0)
 	{
@@ -365,8 +374,8 @@ RotateRing(const JqCall *call, int ring)
 		result.outcome = "busy";
 	else
 	{
-		arg = Int16GetDatum((int16) result.ring);
-		QueueExecute(call, PLAN_RING_LIVE_JOBS, &arg, NULL, SPI_OK_SELECT);
+		QueueExecuteOn(call, PLAN_RING_LIVE_JOBS, RingJobTable(result.ring), NULL, NULL,
+					   SPI_OK_SELECT);
 		if (SpiInt8(0, 1) > JQ_RING_MOVE_MAX)
 			result.outcome = "too many";
 		else if (!LockPartitionBriefly(relid))

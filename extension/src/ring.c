@@ -394,11 +394,17 @@ RotateRing(const JqCall *call, int ring)
 	return result;
 }
 
-/* From queue_tick (1.3): rotate if it is time.  Between SPI_connect and SPI_finish. */
+/*
+ * From queue_tick (1.3): rotate if it is time.  Not in a transaction block
+ * (BEGIN ... COMMIT): the rotation's lock would be held, and every claim
+ * kept waiting, until that transaction ends.  Between SPI_connect and
+ * SPI_finish.
+ */
 void
 RotateRingIfDue(const JqCall *call)
 {
-	(void) RotateRing(call, -1);
+	if (!IsTransactionBlock())
+		(void) RotateRing(call, -1);
 }
 
 /*

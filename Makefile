@@ -67,6 +67,7 @@ REGRESS = \
 	privileges_1_1 \
 	schedules \
 	waiting \
+	ring \
 	plans \
 	upgrade \
 	upgrade_1_2 \

@@ -13,7 +13,7 @@
 -- delayed; unique keys are still held; failed rows retry; new ids and
 -- tokens continue after the old ones; the admin role may rotate; the ring
 -- works (a new job goes to the current ring partition, a rotation moves it
--- on); the schedule still ticks.  The same with the extension in another
+-- on, held); the schedule still ticks.  The same with the extension in another
 -- schema.  pg_dump / restore of an upgraded database: tests/ring/upgrade.sh.
 -- This file manages the extension itself, and leaves it created at the
 -- default version at the end.
@@ -102,9 +102,9 @@ SELECT relkind AS queue_jobs_kind FROM pg_class WHERE oid = 'queue_jobs'::regcla
 SELECT relid::regclass AS partition, pg_get_expr(c.relpartbound, c.oid) AS bound
 FROM pg_partition_tree('queue_jobs') t JOIN pg_class c ON c.oid = t.relid
 WHERE t.isleaf ORDER BY relid::regclass::text;
--- the 1.2 table and its sequence are gone; ids come from queue_job_ids
+-- the 1.2 table is gone; ids come from the sequence of the same name as before
 SELECT to_regclass('queue_jobs_1_2') IS NULL AS old_table_gone,
-       to_regclass('queue_jobs_id_seq') IS NULL AS old_sequence_gone,
+       (SELECT count(*) FROM pg_class WHERE relname LIKE 'queue\_jobs\_1\_2%') AS leftovers,
        pg_get_serial_sequence('queue_jobs', 'id') AS id_sequence;
 -- every partition and both sequences are marked for pg_dump; nothing of
 -- the extension's storage is open to PUBLIC
@@ -182,11 +182,13 @@ FROM queue_jobs WHERE name = 'u13_f1';
 SELECT name, queue_delete(id, token) AS completed FROM queue_reserve('{u13_f}');
 SELECT id, name, error FROM queue_failed_jobs ORDER BY id;
 
--- the ring turns: the new job (held) moves on with its partition's rotation
--- and still completes with its token
+-- the ring turns: the new job (held) moves on to the other ring partition
+-- with its partition's rotation and still completes with its token
 SELECT ring AS new_ring, token AS new_tok FROM queue_jobs WHERE id = :new_id \gset
 SELECT moved, truncated, outcome FROM queue_rotate(:new_ring);
-SELECT tableoid::regclass AS partition FROM queue_jobs WHERE id = :new_id;
+SELECT ring IN (0, 1) AND ring <> :new_ring AS in_the_other_ring,
+       tableoid = ('queue_jobs_ring' || ring)::regclass AS partition_of_its_ring
+FROM queue_jobs WHERE id = :new_id;
 SELECT queue_delete(:new_id, :new_tok) AS completed_new;
 
 -- the schedule made at 1.2 ticks

@@ -53,7 +53,7 @@ snapshot_sql() {
     cat <<'SQL'
 SELECT 'job', j.* FROM queue_jobs j ORDER BY id;
 SELECT 'failed', f.* FROM queue_failed_jobs f ORDER BY id;
-SELECT 'ids', last_value FROM queue_job_ids;
+SELECT 'ids', pg_sequence_last_value(pg_get_serial_sequence('queue_jobs', 'id')::regclass);
 SELECT 'tokens', last_value FROM queue_job_tokens;
 SELECT 'extension', extversion FROM pg_extension WHERE extname = 'jobqueue';
 SQL
@@ -77,7 +77,7 @@ ALTER EXTENSION jobqueue UPDATE TO '1.3';
 SELECT 'R1=' || queue_push('ring-pending', '{}', 'rd_q');
 SELECT 'H3=' || queue_push('held-1.3', '{}', 'rd_h3');
 SELECT 'T3=' || token FROM queue_reserve('{rd_h3}', '1 hour', 'worker-1.3');
-SELECT 'MAXID=' || (SELECT last_value FROM queue_job_ids);
+SELECT 'MAXID=' || pg_sequence_last_value(pg_get_serial_sequence('queue_jobs', 'id')::regclass);
 SELECT 'MAXTOKEN=' || (SELECT last_value FROM queue_job_tokens);
 SQL
 # shellcheck disable=SC1090

@@ -253,7 +253,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	TimestampTz now = call->now;
 	static const Oid types[6] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID};
 	Datum	   *columns[7];
-	Datum		args[8];
+	Datum		args[9];		/* [8]: the ring partition (1.3) */
 	bool	   *deadline_nulls = palloc(sizeof(bool) * count);
 	int			dims[1] = {count};
 	int			lbs[1] = {1};
@@ -288,7 +288,8 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
 												 TIMESTAMPTZOID, sizeof(TimestampTz),
 												 true, TYPALIGN_DOUBLE));
-	QueueExecute(call, PLAN_PUSH_BATCH, args, NULL, SPI_OK_INSERT_RETURNING);
+	QueueExecuteOn(call, PLAN_PUSH_BATCH, PushTable(call, &args[8]), args, NULL,
+				   SPI_OK_INSERT_RETURNING);
 	if (SPI_processed != (uint64) count)
 		elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
 			 SPI_processed, count);

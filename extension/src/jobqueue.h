@@ -319,6 +319,7 @@ extern void NoteClaimable(text *queue, const ClaimPosition *position);
 extern void JobqueueDefineRing(void);
 extern void RotateRingIfDue(const JqCall *call);
 extern JobTable RingJobTable(int ring);
+extern JobTable PushTable(const JqCall *call, Datum *ring);
 extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
 extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,

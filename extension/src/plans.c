@@ -140,6 +140,31 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 	" ELSE pg_catalog.left(" expr ", " SQL_NUMBER(JQ_ERROR_TEXT_SQL_KEEP) ")" \
 	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
 
+/*
+ * A push of one job ($1..$7, $9: deadline); and of a batch, from arrays
+ * ($1..$6, $8: deadlines; $7: now).  columns/values: what a version adds
+ * (1.3: the id and the ring partition, since it inserts into the ring
+ * partition itself: a partition has no identity default, and the
+ * partitioned table's tuple routing costs as much as the insert).
+ */
+#define PUSH_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @J@" \
+	" (queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  deadline" columns ")" \
+	" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9" values ")" \
+	" RETURNING id, " WANTS_WAKEUPS
+#define PUSH_BATCH_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @J@" \
+	" (queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  deadline" columns ")" \
+	" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl" values \
+	" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)," \
+	"   pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
+	"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)" \
+	" RETURNING id"
+#define PUSH_INTO_RING_COLUMNS ", id, ring"
+#define NEXT_JOB_ID ", pg_catalog.nextval('@S@.queue_jobs_id_seq')"
+
 /* Every column of a job but its ring partition: what a rotation moves unchanged. */
 #define RING_MOVED_COLUMNS \
 	"id, queue, name, payload, attempts, max_attempts, priority, unique_key, available_at," \
@@ -349,10 +374,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	/* ---- 1.1: deadlines, wake-ups, batches, administration ---- */
 
 	[PLAN_PUSH][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @J@"
-		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9)"
-		" RETURNING id, " WANTS_WAKEUPS,
+		PUSH_SQL("", ""),
 		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 			TEXTOID, TIMESTAMPTZOID}
 	},
@@ -368,13 +390,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* Jobs without unique keys, in one statement; ids come back in input order. */
 	[PLAN_PUSH_BATCH][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @J@"
-		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
-		" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl"
-		" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
-		"   pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6),"
-		"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)"
-		" RETURNING id",
+		PUSH_BATCH_SQL("", ""),
 		8, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
 			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
 	},
@@ -589,6 +605,18 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_FIND_UNIQUE_HOLDER][JQ_API_1_3] = {
 		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs_long WHERE unique_key = $1",
 		1, {TEXTOID}
+	},
+	[PLAN_PUSH][JQ_API_1_3] = {
+		PUSH_SQL(PUSH_INTO_RING_COLUMNS, NEXT_JOB_ID ", $10"),
+		10, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID, INT2OID},
+		.per_partition = true
+	},
+	[PLAN_PUSH_BATCH][JQ_API_1_3] = {
+		PUSH_BATCH_SQL(PUSH_INTO_RING_COLUMNS, NEXT_JOB_ID ", $9"),
+		9, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, INT2OID},
+		.per_partition = true
 	},
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_3] = {
 		CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS_1_3),

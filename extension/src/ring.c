@@ -110,6 +110,20 @@ jobqueue_current_ring(PG_FUNCTION_ARGS)
 	PG_RETURN_INT16((int16) RingAt(GetCurrentTimestamp()));
 }
 
+/*
+ * Where a push of the call inserts its jobs without unique key: since 1.3
+ * the ring partition pushes go to now, whose ring is set in *ring (the
+ * push's own parameter); before, queue_jobs.
+ */
+JobTable
+PushTable(const JqCall *call, Datum *ring)
+{
+	int			current = RingAt(GetCurrentTimestamp());
+
+	*ring = Int16GetDatum((int16) current);
+	return JqCallSince(call, JQ_API_1_3) ? RingJobTable(current) : JOBS_ALL;
+}
+
 /* The job table of a partition, by its ring (JQ_RING_LONG: the long one). */
 JobTable
 RingJobTable(int ring)
@@ -264,6 +278,24 @@ OtherRotationRunning(void)
 }
 
 /*
+ * Whether a pg_dump is connected to this database.  pg_dump takes its
+ * snapshot before its locks: a rotation committed in between would move
+ * jobs its snapshot cannot see out of a partition it then reads empty
+ * (TRUNCATE is not MVCC-safe), and the dump would lose them.
+ */
+static bool
+DumpRunning(void)
+{
+	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_stat_activity"
+					" WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
+					"   AND application_name OPERATOR(pg_catalog.=) 'pg_dump'"
+					"   AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "jobqueue: could not look for a running pg_dump");
+	return SPI_processed > 0;
+}
+
+/*
  * The partition's ACCESS EXCLUSIVE lock, waiting at most the ring's lock
  * timeout; false if it was not granted in time.  Any other error is raised.
  */
@@ -291,11 +323,15 @@ LockPartitionBriefly(Oid relid)
 
 		MemoryContextSwitchTo(context);
 		error = CopyErrorData();
-		if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
 		FlushErrorState();
 		AtEOXact_GUC(false, nest_level);
 		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		/* another error (a cancel, statement_timeout): raised outside the subtransaction */
+		if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(error);
+		FreeErrorData(error);
 		granted = false;
 	}
 	PG_END_TRY();
@@ -353,10 +389,10 @@ RotateRing(const JqCall *call, int ring)
 
 	if (ring < 0)
 	{
-		int64		into_period = (wall / USECS_PER_SEC) % ring_period_seconds;
+		int64		period = (int64) ring_period_seconds * USECS_PER_SEC;
 
 		result.ring = (current + 1) % JQ_RING_PARTITIONS;
-		if (into_period * 2 < ring_period_seconds)
+		if ((wall % period) * 2 < period)
 		{
 			result.outcome = "not due";
 			return result;
@@ -370,7 +406,7 @@ RotateRing(const JqCall *call, int ring)
 	relid = RingPartition(call, result.ring);
 	if (!PartitionHasPages(relid))
 		result.outcome = "empty";
-	else if (OtherRotationRunning())
+	else if (OtherRotationRunning() || DumpRunning())
 		result.outcome = "busy";
 	else
 	{

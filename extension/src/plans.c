@@ -485,11 +485,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	/* Batch completion: lock the jobs, pair tokens in C, then delete. */
 	[PLAN_LOCK_CLAIMED_MANY][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "SELECT id, token FROM @J@ WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
-		1, {INT8ARRAYOID}
+		1, {INT8ARRAYOID},
+		.per_partition = true
 	},
 	[PLAN_DELETE_IDS][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1)",
-		1, {INT8ARRAYOID}
+		1, {INT8ARRAYOID},
+		.per_partition = true
 	},
 	[PLAN_RETRY_FAILED_ONE][JQ_API_1_1] = {
 		"WITH moved AS ("

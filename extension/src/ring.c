@@ -206,6 +206,19 @@ ClaimSearchTable(const JqCall *call, JobTable *table)
 }
 
 /*
+ * The tables to look for jobs by id in, in order (see LockJobPartitions);
+ * returns how many: 3 partitions, or (before 1.3) queue_jobs alone.
+ */
+int
+JobTablesToSearch(const JqCall *call, JobTable tables[3])
+{
+	if (LockJobPartitions(call, tables, NULL))
+		return 3;
+	tables[0] = JOBS_ALL;
+	return 1;
+}
+
+/*
  * Run a statement that finds jobs by id ("@J@" naming the job table) on
  * each partition in turn until it finds some; *found says where.  Returns
  * SPI_processed.  Must be called between SPI_connect and SPI_finish.

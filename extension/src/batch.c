@@ -431,6 +431,7 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 			current[found].taken = false;
 			current[found].table = tables[t];
 			found++;
+			NoteJobFoundIn(tables[t]);
 		}
 	}
 	qsort(current, found, sizeof(IdToken), CompareLeadingIds);

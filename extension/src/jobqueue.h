@@ -321,6 +321,7 @@ extern void RotateRingIfDue(const JqCall *call);
 extern JobTable RingJobTable(int ring);
 extern JobTable PushTable(const JqCall *call, Datum *ring);
 extern int	JobTablesToSearch(const JqCall *call, JobTable tables[3]);
+extern void NoteJobFoundIn(JobTable table);
 extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
 extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,

@@ -132,7 +132,15 @@ RingJobTable(int ring)
 }
 
 /*
- * The partitions of the call's queue_jobs, the one pushes go to now first,
+ * The partition this backend last found a job by id in: a worker's jobs
+ * come in runs from one partition (a backlog pushed in one period), so the
+ * next look starts there.
+ */
+static JobTable last_found = JOBS_ALL;
+
+/*
+ * The partitions of the call's queue_jobs, the one this backend last found
+ * a job in first, then the one pushes go to now,
  * each locked (ACCESS SHARE, as any statement on queue_jobs would) so that
  * no rotation moves a job among them before this transaction ends; their
  * relation ids in relids, when given.  false for a schema before 1.3,
@@ -146,6 +154,12 @@ LockJobPartitions(const JqCall *call, JobTable order[3], Oid *relids)
 	order[0] = RingJobTable(current);
 	order[1] = RingJobTable((current + 1) % JQ_RING_PARTITIONS);
 	order[2] = JOBS_LONG;
+	for (int i = 1; i < 3; i++)
+		if (order[i] == last_found)
+		{
+			order[i] = order[0];
+			order[0] = last_found;
+		}
 	for (int i = 0; i < 3; i++)
 	{
 		Oid			relid = get_relname_relid(JobTableName(order[i]), call->schema);
@@ -205,6 +219,13 @@ ClaimSearchTable(const JqCall *call, JobTable *table)
 	return with_pages > 0;
 }
 
+/* A job was found by id in table (the next look starts there). */
+void
+NoteJobFoundIn(JobTable table)
+{
+	last_found = table;
+}
+
 /*
  * The tables to look for jobs by id in, in order (see LockJobPartitions);
  * returns how many: 3 partitions, or (before 1.3) queue_jobs alone.
@@ -240,7 +261,7 @@ ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char 
 		QueueExecuteOn(call, id, order[i], values, nulls, expected);
 		if (SPI_processed > 0)
 		{
-			*found = order[i];
+			*found = last_found = order[i];
 			return SPI_processed;
 		}
 	}

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Figures from a queue watcher's CSV (run.sh's watch_start/watch_stop: one
+row a second of bench_queue_sample(), see sql/setup.sql).
+
+    queue_watch.py truncations CSV [FROM TO]   partitions emptied by a rotation
+    queue_watch.py peak CSV FIELD [FROM TO]    the highest FIELD (e.g. total_bytes)
+    queue_watch.py ticked CSV [FROM TO]        share of rows with the ticker connected
+
+FROM, TO: epoch seconds; only rows taken in (FROM, TO] count (a truncation
+between two rows counts with the later row).  A TRUNCATE gives a partition a
+new relfilenode, so a leaf whose filenode differs from the row before was
+emptied in between.  The watcher runs only while the bench itself truncates
+nothing, so every change it sees is the ring's rotation.
+"""
+import sys
+
+FIELDS = ("epoch", "total_bytes", "heap_bytes", "claim_idx_bytes", "n_dead_tup", "n_live_tup",
+          "autovacuums", "filenodes", "ticker")
+
+
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def read_watch(path):
+    """The rows of a watcher's CSV as dicts (numbers as floats, filenodes as a
+    dict leaf -> filenode); lines that are not samples (errors) are skipped."""
+    rows = []
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        parts = line.strip().split(",")
+        if len(parts) != len(FIELDS) or number(parts[0]) is None:
+            continue
+        row = {k: number(v) for k, v in zip(FIELDS, parts) if k != "filenodes"}
+        row["filenodes"] = dict(p.split("=", 1) for p in parts[FIELDS.index("filenodes")].split(";") if "=" in p)
+        rows.append(row)
+    return rows
+
+
+def within(rows, t0=None, t1=None):
+    return [r for r in rows if (t0 is None or r["epoch"] > t0) and (t1 is None or r["epoch"] <= t1)]
+
+
+def truncations(rows, t0=None, t1=None):
+    """How many times a leaf got a new relfilenode between consecutive rows,
+    the later row in (t0, t1]."""
+    n = 0
+    for before, after in zip(rows, rows[1:]):
+        if within([after], t0, t1):
+            n += sum(1 for leaf, node in after["filenodes"].items()
+                     if leaf in before["filenodes"] and before["filenodes"][leaf] != node)
+    return n
+
+
+def peak(rows, field, t0=None, t1=None):
+    vals = [r[field] for r in within(rows, t0, t1) if r.get(field) is not None]
+    return max(vals) if vals else None
+
+
+def ticked(rows, t0=None, t1=None):
+    sel = within(rows, t0, t1)
+    return sum(1 for r in sel if r["ticker"]) / len(sel) if sel else None
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__)
+        return 2
+    what, path, rest = argv[1], argv[2], argv[3:]
+    rows = read_watch(path)
+    field = None
+    if what == "peak":
+        if not rest:
+            print(__doc__)
+            return 2
+        field, rest = rest[0], rest[1:]
+    t0, t1 = (float(rest[0]), float(rest[1])) if len(rest) == 2 else (None, None)
+    if what == "truncations":
+        value = truncations(rows, t0, t1)
+    elif what == "peak":
+        value = peak(rows, field, t0, t1)
+    elif what == "ticked":
+        value = ticked(rows, t0, t1)
+    else:
+        print(__doc__)
+        return 2
+    if value is None:
+        print("")
+    elif float(value).is_integer():
+        print(int(value))
+    else:
+        print(f"{value:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -11,7 +11,8 @@ MODULEDIR = extension
 DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.0.sql \
 	extension/scripts/jobqueue--1.0--1.1.sql \
-	extension/scripts/jobqueue--1.1--1.2.sql
+	extension/scripts/jobqueue--1.1--1.2.sql \
+	extension/scripts/jobqueue--1.2--1.3.sql
 
 MODULE_big = jobqueue
 OBJS = \
@@ -39,7 +40,8 @@ OBJS = \
 	extension/src/ticker.o \
 	extension/src/waiting.o \
 	extension/src/duehint.o \
-	extension/src/claimpos.o
+	extension/src/claimpos.o \
+	extension/src/ring.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH

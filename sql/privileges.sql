@@ -88,9 +88,13 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 --------------------------------------------------------------------------
 
 -- every function but queue_grant / queue_revoke is SECURITY DEFINER, and
--- every function pins search_path to pg_catalog, pg_temp
-SELECT bool_and(p.prosecdef) FILTER (WHERE p.proname NOT IN ('queue_grant', 'queue_revoke')) AS definer,
-       bool_and(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp']) AS pinned_search_path
+-- every function pins search_path to pg_catalog, pg_temp; but for
+-- queue_current_ring, the default of queue_jobs.ring, which runs no SQL (it
+-- reads the clock) and is called for every inserted row: it runs as its
+-- caller, without the cost of a per-call setting
+SELECT bool_and(p.prosecdef) FILTER (WHERE p.proname NOT IN ('queue_grant', 'queue_revoke', 'queue_current_ring')) AS definer,
+       bool_and(coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false))
+           FILTER (WHERE p.proname <> 'queue_current_ring') AS pinned_search_path
 FROM pg_depend d
 JOIN pg_proc p ON p.oid = d.objid
 WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'

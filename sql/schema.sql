@@ -51,8 +51,8 @@ SELECT to_regclass('jq.queue_jobs') IS NOT NULL AS jq_jobs,
        to_regclass('public.queue_failed_jobs') IS NULL AS no_public_failed,
        to_regprocedure('public.queue_push(text, jsonb, text, interval, integer, text, integer, timestamptz)') IS NULL AS no_public_push;
 
--- both tables are marked for pg_dump (pg_extension_config_dump)
-SELECT 'jq.queue_jobs'::regclass = ANY (extconfig) AS jobs_dumped,
+-- both tables (every partition of queue_jobs) are marked for pg_dump (pg_extension_config_dump)
+SELECT (SELECT bool_and(relid = ANY (extconfig)) FROM pg_partition_tree('jq.queue_jobs') WHERE isleaf) AS jobs_dumped,
        'jq.queue_failed_jobs'::regclass = ANY (extconfig) AS failed_dumped
 FROM pg_extension WHERE extname = 'jobqueue';
 
@@ -82,7 +82,7 @@ TRUNCATE jq.queue_jobs, jq.queue_failed_jobs;
 
 -- look-alike tables and sequence in a schema "evil", and a log of captures
 CREATE SCHEMA evil;
-CREATE TABLE evil.queue_jobs (LIKE jq.queue_jobs INCLUDING ALL);
+CREATE TABLE evil.queue_jobs (LIKE jq.queue_jobs INCLUDING ALL EXCLUDING DEFAULTS);
 CREATE TABLE evil.queue_failed_jobs (LIKE jq.queue_failed_jobs INCLUDING ALL);
 CREATE SEQUENCE evil.queue_job_tokens;
 CREATE TABLE evil.captured (what text);
@@ -119,7 +119,7 @@ END
 $fn$;
 CREATE OPERATOR evil.<= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tstz_always);
 -- and a temporary look-alike table
-CREATE TEMP TABLE queue_jobs (LIKE jq.queue_jobs INCLUDING ALL);
+CREATE TEMP TABLE queue_jobs (LIKE jq.queue_jobs INCLUDING ALL EXCLUDING DEFAULTS);
 
 -- with search_path = evil, jq, public: the calls use jq's tables only
 SET search_path = evil, jq, public;

@@ -26,6 +26,7 @@
 #include "utils/lsyscache.h"
 
 PG_FUNCTION_INFO_V1(jobqueue_push_many);
+PG_FUNCTION_INFO_V1(jobqueue_push_many_1_3);
 PG_FUNCTION_INFO_V1(jobqueue_delete_many);
 PG_FUNCTION_INFO_V1(jobqueue_release_many);
 PG_FUNCTION_INFO_V1(jobqueue_fail_many);
@@ -308,8 +309,8 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
  * in input order, so equal jobs are claimed in that order too: each run of
  * jobs without a unique key in one statement, a job with one by itself.
  */
-Datum
-jobqueue_push_many(PG_FUNCTION_ARGS)
+static Datum
+PushMany(FunctionCallInfo fcinfo, JqApiVersion version)
 {
 	JqCall		call;
 	Jsonb	   *jobs;
@@ -321,7 +322,7 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 	int			run_start = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBegin(&call, fcinfo, version);
 	ArgRequire(fcinfo, 0, "jobs");
 	jobs = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_ARRAY(jobs) || JB_ROOT_IS_SCALAR(jobs))
@@ -369,6 +370,19 @@ jobqueue_push_many(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	return Int8ArrayResult(ids, count);
+}
+
+Datum
+jobqueue_push_many(PG_FUNCTION_ARGS)
+{
+	return PushMany(fcinfo, JQ_API_1_1);
+}
+
+/* 1.3: jobs with a unique key go to the storage ring's long partition */
+Datum
+jobqueue_push_many_1_3(PG_FUNCTION_ARGS)
+{
+	return PushMany(fcinfo, JQ_API_1_3);
 }
 
 typedef struct IdToken

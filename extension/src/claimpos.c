@@ -36,10 +36,12 @@
  *
  * Not used without preload, for a 1.0 schema, with a clock offset set in
  * the session, under REPEATABLE READ or SERIALIZABLE (the snapshot is
- * older than the position read), or for queues beyond the first
- * POSITION_SLOTS the server has seen since it started (slots are not
- * given back: the transaction-end lists refer to them by number); the
- * claim then searches from the head, as it always did.
+ * older than the position read), or for a queue that finds every one of
+ * the POSITION_SLOTS slots taken by a queue used within MAX_AGE; the claim
+ * then searches from the head, as it always did.  A slot unused for
+ * MAX_AGE goes to the next queue that needs one (the least recently used
+ * first); the transaction-end lists name slots with their incarnation, so
+ * nothing noted for the slot's former queue is applied to the new one.
  *
  *-------------------------------------------------------------------------
  */
@@ -81,6 +83,8 @@ typedef struct PositionSlot
 {
 	Oid			database;		/* InvalidOid: free */
 	char		queue[QUEUE_NAME_BYTES];
+	uint64		incarnation;	/* bumped whenever the slot is given to a queue */
+	TimestampTz used;			/* last looked up */
 	bool		valid;
 	ClaimPosition at;
 	TimestampTz established;	/* when a search from the head set it */
@@ -107,6 +111,7 @@ typedef struct PendingClaim
 typedef struct PendingMove
 {
 	int			slot;
+	uint64		incarnation;	/* of the slot when noted */
 	ClaimPosition to;
 } PendingMove;
 
@@ -132,13 +137,35 @@ ClaimPositionBefore(const ClaimPosition *a, const ClaimPosition *b)
 	return a->id < b->id;
 }
 
-/* The slot of this database's queue, taking a free one; -1 when full.  Mutex held. */
+/* Give slot i to this database's queue, as new.  Mutex held. */
+static int
+TakeSlot(int i, const char *queue, TimestampTz now)
+{
+	PositionSlot *slot = &positions->slots[i];
+	uint64		incarnation = slot->incarnation + 1;
+
+	memset(slot, 0, sizeof(PositionSlot));
+	for (int s = 0; s < MOVE_SPANS; s++)
+		slot->spans[s].span = PG_UINT64_MAX;	/* holds no moves yet */
+	slot->database = MyDatabaseId;
+	strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
+	slot->incarnation = incarnation;
+	slot->used = now;
+	return i;
+}
+
+/*
+ * The slot of this database's queue, taking a free one, else the least
+ * recently used one idle for MAX_AGE; -1 when none.  Mutex held.
+ */
 static int
 FindSlot(const char *queue)
 {
 	uint32		start = hash_combine(hash_bytes_uint32(MyDatabaseId),
 									 hash_bytes((const unsigned char *) queue, strlen(queue)))
 		% POSITION_SLOTS;
+	TimestampTz now = GetCurrentTimestamp();
+	int			idlest = -1;
 
 	for (int probe = 0; probe < POSITION_SLOTS; probe++)
 	{
@@ -146,18 +173,17 @@ FindSlot(const char *queue)
 		PositionSlot *slot = &positions->slots[i];
 
 		if (slot->database == MyDatabaseId && strcmp(slot->queue, queue) == 0)
-			return i;
-		if (slot->database == InvalidOid)
 		{
-			memset(slot, 0, sizeof(PositionSlot));
-			for (int s = 0; s < MOVE_SPANS; s++)
-				slot->spans[s].span = PG_UINT64_MAX;	/* holds no moves yet */
-			slot->database = MyDatabaseId;
-			strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
+			slot->used = now;
 			return i;
 		}
+		if (slot->database == InvalidOid)
+			return TakeSlot(i, queue, now);
+		if (now - slot->used >= MAX_AGE_USECS &&
+			(idlest < 0 || slot->used < positions->slots[idlest].used))
+			idlest = i;
 	}
-	return -1;
+	return idlest < 0 ? -1 : TakeSlot(idlest, queue, now);
 }
 
 /* Whether this call's claims may use positions (see the header). */
@@ -185,6 +211,7 @@ ReadClaimStart(text *queue, ClaimStart *start)
 	{
 		PositionSlot *slot = &positions->slots[start->slot];
 
+		start->incarnation = slot->incarnation;
 		start->generation = slot->generation;
 		start->at = slot->at;
 		start->from_position = slot->valid;
@@ -220,7 +247,8 @@ IncludeOwnMoves(ClaimStart *start)
 	{
 		PendingMove *move = (PendingMove *) lfirst(cell);
 
-		if (move->slot == start->slot && ClaimPositionBefore(&move->to, &start->at))
+		if (move->slot == start->slot && move->incarnation == start->incarnation &&
+			ClaimPositionBefore(&move->to, &start->at))
 			start->at = move->to;
 	}
 }
@@ -260,6 +288,7 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 {
 	char	   *name;
 	int			slot;
+	uint64		incarnation = 0;
 	ListCell   *cell;
 	PendingMove *move;
 	MemoryContext old;
@@ -269,6 +298,8 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 	name = text_to_cstring(queue);
 	SpinLockAcquire(&positions->mutex);
 	slot = FindSlot(name);
+	if (slot >= 0)
+		incarnation = positions->slots[slot].incarnation;
 	SpinLockRelease(&positions->mutex);
 	pfree(name);
 	if (slot < 0)
@@ -276,7 +307,7 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 	foreach(cell, pending_moves)
 	{
 		move = (PendingMove *) lfirst(cell);
-		if (move->slot == slot)
+		if (move->slot == slot && move->incarnation == incarnation)
 		{
 			if (ClaimPositionBefore(position, &move->to))
 				move->to = *position;
@@ -285,6 +316,7 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 	}
 	move = TransactionAlloc(sizeof(PendingMove));
 	move->slot = slot;
+	move->incarnation = incarnation;
 	move->to = *position;
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	pending_moves = lappend(pending_moves, move);
@@ -365,18 +397,23 @@ OnPositionTransactionEnd(XactEvent event, void *arg)
 	foreach(cell, pending_claims)
 	{
 		PendingClaim *claim = (PendingClaim *) lfirst(cell);
+		PositionSlot *slot = &positions->slots[claim->slot];
 
+		if (slot->incarnation != claim->start.incarnation)
+			continue;			/* given to another queue since */
 		if (commit)
-			AdvanceLocked(&positions->slots[claim->slot], claim, now);
+			AdvanceLocked(slot, claim, now);
 		else
-			MoveBackLocked(&positions->slots[claim->slot], &claim->first);
+			MoveBackLocked(slot, &claim->first);
 	}
 	if (commit)
 		foreach(cell, pending_moves)
 		{
 			PendingMove *move = (PendingMove *) lfirst(cell);
+			PositionSlot *slot = &positions->slots[move->slot];
 
-			MoveBackLocked(&positions->slots[move->slot], &move->to);
+			if (slot->incarnation == move->incarnation)
+				MoveBackLocked(slot, &move->to);
 		}
 	SpinLockRelease(&positions->mutex);
 	/* the lists lived in TopTransactionContext, which is going away */
@@ -402,8 +439,10 @@ OnPositionSubtransactionEnd(SubXactEvent event, SubTransactionId sub, SubTransac
 	foreach(cell, pending_claims)
 	{
 		PendingClaim *claim = (PendingClaim *) lfirst(cell);
+		PositionSlot *slot = &positions->slots[claim->slot];
 
-		MoveBackLocked(&positions->slots[claim->slot], &claim->first);
+		if (slot->incarnation == claim->start.incarnation)
+			MoveBackLocked(slot, &claim->first);
 	}
 	SpinLockRelease(&positions->mutex);
 	pending_claims = NIL;

@@ -65,4 +65,19 @@ StaticAssertDecl((JQ_ERROR_TEXT_SQL_KEEP + 1) * 4 + sizeof(JQ_TRUNCATED_MARKER) 
 /* Due schedules a tick locks per statement. */
 #define JQ_TICK_BATCH			100
 
+/*
+ * The storage ring (1.3, ring.c): queue_jobs is partitioned by "ring";
+ * pushes fill ring partition (epoch seconds / period) % JQ_RING_PARTITIONS,
+ * and a rotation empties the other one.  JQ_RING_LONG holds the jobs kept
+ * out of the ring (unique keys, long delays and leases), vacuumed as before.
+ */
+#define JQ_RING_PARTITIONS				2
+#define JQ_RING_LONG					(-1)
+#define JQ_DEFAULT_RING_PERIOD_SECONDS	10
+#define JQ_RING_PERIOD_MIN_SECONDS		1
+#define JQ_RING_PERIOD_MAX_SECONDS		3600
+#define JQ_DEFAULT_RING_LOCK_TIMEOUT_MS	20
+/* A rotation moves at most this many live jobs (more: it leaves the partition be). */
+#define JQ_RING_MOVE_MAX				10000
+
 #endif							/* JOBQUEUE_CONTRACT_H */

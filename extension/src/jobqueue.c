@@ -23,6 +23,7 @@ _PG_init(void)
 	JobqueueDefineDueHint();
 	JobqueueInstallPlannerHook();
 	JobqueueDefineClaimPositions();
+	JobqueueDefineRing();
 	JobqueueDefineNotifier(process_shared_preload_libraries_in_progress);
 	if (process_shared_preload_libraries_in_progress)
 	{

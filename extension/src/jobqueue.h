@@ -31,6 +31,7 @@
  *   waiting.c   - shared memory: queue_reserve's wait
  *   duehint.c   - shared memory: skipping the due-probe
  *   claimpos.c  - shared memory: where a queue's claims start their search
+ *   ring.c      - the storage ring: partitions emptied by rotation (1.3)
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
@@ -61,6 +62,7 @@ typedef enum JqApiVersion
 	JQ_API_1_0,
 	JQ_API_1_1,					/* deadlines, pause, default leases, wake-ups */
 	JQ_API_1_2,					/* schedules, queue_reserve's wait */
+	JQ_API_1_3,					/* the storage ring */
 	JQ_API_COUNT
 } JqApiVersion;
 
@@ -143,6 +145,9 @@ typedef enum QueuePlanId
 	PLAN_SCHEDULE_LIST,
 	PLAN_SCHEDULE_DUE,
 	PLAN_SCHEDULE_ADVANCE,
+	/* since 1.3 */
+	PLAN_RING_LIVE_JOBS,
+	PLAN_RING_MOVE,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
@@ -274,6 +279,7 @@ typedef struct ClaimPosition
 typedef struct ClaimStart
 {
 	int			slot;			/* -1: the queue has no position */
+	uint64		incarnation;	/* of the slot, when read */
 	uint64		generation;		/* of the queue's position when read */
 	bool		from_position;	/* search from "at"; else from the head */
 	ClaimPosition at;
@@ -288,6 +294,10 @@ extern void IncludeOwnMoves(ClaimStart *start);
 extern void NoteClaimed(const ClaimStart *start, const ClaimPosition *first,
 						const ClaimPosition *last);
 extern void NoteClaimable(text *queue, const ClaimPosition *position);
+
+/* ring.c: the storage ring's partitions, emptied by rotation */
+extern void JobqueueDefineRing(void);
+extern void RotateRingIfDue(const JqCall *call);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

@@ -105,6 +105,11 @@ typedef struct QueuePlanDef
 	" ELSE pg_catalog.left(" expr ", " SQL_NUMBER(JQ_ERROR_TEXT_SQL_KEEP) ")" \
 	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
 
+/* Every column of a job but its ring partition: what a rotation moves unchanged. */
+#define RING_MOVED_COLUMNS \
+	"id, queue, name, payload, attempts, max_attempts, priority, unique_key, available_at," \
+	" reserved_until, reserved_by, last_error, created_at, token, ready, deadline"
+
 /* Puts the rows of "moved" back into queue_jobs, as a retry does. */
 #define RETRY_INSERT \
 	" INSERT INTO @S@.queue_jobs" \
@@ -530,6 +535,51 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" WHERE name = $1",
 		5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}
 	},
+
+	/* ---- 1.3: the storage ring (ring.c) ---- */
+
+	/*
+	 * A job with a unique key lives in the long partition, whose unique
+	 * index is the key's arbiter (a partitioned table cannot have one).
+	 */
+	[PLAN_PUSH_UNIQUE][JQ_API_1_3] = {
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long"
+		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+		"  unique_key, deadline, ring)"
+		" VALUES (pg_catalog.nextval('@S@.queue_job_ids'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7,"
+		"  $8, $9, " SQL_NUMBER(JQ_RING_LONG) ")"
+		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+		" RETURNING id, " WANTS_WAKEUPS,
+		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID}
+	},
+	[PLAN_FIND_UNIQUE_HOLDER][JQ_API_1_3] = {
+		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs_long WHERE unique_key = $1",
+		1, {TEXTOID}
+	},
+	/* The live jobs of ring partition $1, counted up to one more than a rotation moves. */
+	[PLAN_RING_LIVE_JOBS][JQ_API_1_3] = {
+		"SELECT pg_catalog.count(*) FROM"
+		" (SELECT 1 FROM @S@.queue_jobs WHERE ring = $1"
+		"  LIMIT " SQL_NUMBER(JQ_RING_MOVE_MAX) " + 1) live",
+		1, {INT2OID}
+	},
+	/*
+	 * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
+	 * job of ring partition $1, unchanged, to ring partition $2, or to long
+	 * when its moment (delay's or lease's end) is after $3.
+	 */
+	[PLAN_RING_MOVE][JQ_API_1_3] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_jobs WHERE ring = $1 RETURNING *"
+		")"
+		" INSERT INTO @S@.queue_jobs (" RING_MOVED_COLUMNS ", ring)"
+		" SELECT " RING_MOVED_COLUMNS ","
+		"  CASE WHEN available_at > $3 THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $2 END"
+		" FROM moved"
+		" RETURNING queue, priority, available_at, id, ready",
+		3, {INT2OID, INT2OID, TIMESTAMPTZOID}
+	},
 };
 
 /* Statement names, for the listing of hot-path plans (tests, bench). */
@@ -581,6 +631,8 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_SCHEDULE_LIST] = "schedule_list",
 	[PLAN_SCHEDULE_DUE] = "schedule_due",
 	[PLAN_SCHEDULE_ADVANCE] = "schedule_advance",
+	[PLAN_RING_LIVE_JOBS] = "ring_live_jobs",
+	[PLAN_RING_MOVE] = "ring_move",
 };
 
 static Oid	cached_schema = InvalidOid;
@@ -745,7 +797,7 @@ Datum
 jobqueue_hot_path_statements(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2"};
+	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3"};
 	const char *quoted_schema;
 
 	ArgRequire(fcinfo, 0, "schema");

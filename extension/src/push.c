@@ -17,6 +17,7 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_push);
 PG_FUNCTION_INFO_V1(jobqueue_push_1_1);
+PG_FUNCTION_INFO_V1(jobqueue_push_1_3);
 
 /* Rounds of insert / find-holder before giving up on a key that keeps moving. */
 #define UNIQUE_PUSH_ROUNDS 100
@@ -200,4 +201,11 @@ Datum
 jobqueue_push_1_1(PG_FUNCTION_ARGS)
 {
 	return Push(fcinfo, JQ_API_1_1);
+}
+
+/* 1.3: a job with a unique key goes to the storage ring's long partition */
+Datum
+jobqueue_push_1_3(PG_FUNCTION_ARGS)
+{
+	return Push(fcinfo, JQ_API_1_3);
 }

@@ -27,6 +27,7 @@ PG_FUNCTION_INFO_V1(jobqueue_schedule_set);
 PG_FUNCTION_INFO_V1(jobqueue_schedule_remove);
 PG_FUNCTION_INFO_V1(jobqueue_schedule_list);
 PG_FUNCTION_INFO_V1(jobqueue_tick);
+PG_FUNCTION_INFO_V1(jobqueue_tick_1_3);
 PG_FUNCTION_INFO_V1(jobqueue_cron_next);
 
 #define CATCH_UP_LIMIT 1000
@@ -319,25 +320,40 @@ TickDueBatch(const JqCall *call, TimestampTz *windows, List **wake)
 
 /*
  * queue_tick(): enqueue one job per due window of every enabled schedule;
- * returns (schedule, due_at, job_id) for each window enqueued.
+ * returns (schedule, due_at, job_id) for each window enqueued.  Since 1.3
+ * it also rotates the storage ring when that is due (ring.c).
  */
-Datum
-jobqueue_tick(PG_FUNCTION_ARGS)
+static Datum
+Tick(FunctionCallInfo fcinfo, JqApiVersion version)
 {
 	JqCall		call;
 	TimestampTz *windows = palloc(sizeof(TimestampTz) * CATCH_UP_LIMIT);
 	List	   *wake = NIL;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_2);
+	JqCallBegin(&call, fcinfo, version);
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	/* a handled schedule is no longer due, so the next batch holds others */
 	while (TickDueBatch(&call, windows, &wake) == JQ_TICK_BATCH)
 		;
 	WakeQueuesThatWantIt(&call, wake);
+	if (JqCallSince(&call, JQ_API_1_3))
+		RotateRingIfDue(&call);
 	SPI_finish();
 
 	return (Datum) 0;
+}
+
+Datum
+jobqueue_tick(PG_FUNCTION_ARGS)
+{
+	return Tick(fcinfo, JQ_API_1_2);
+}
+
+Datum
+jobqueue_tick_1_3(PG_FUNCTION_ARGS)
+{
+	return Tick(fcinfo, JQ_API_1_3);
 }
 
 /* queue_cron_next(cron, after, time_zone, count): the next count times. */

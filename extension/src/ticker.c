@@ -27,7 +27,7 @@
 PGDLLEXPORT void jobqueue_ticker_main(Datum main_arg);
 
 static char *tick_database = NULL;
-static int	tick_interval_ms = 5000;
+static int	tick_interval_ms = 1000;
 
 /* The qualified name of queue_tick() in this database, or NULL. */
 static char *
@@ -111,7 +111,7 @@ JobqueueDefineTicker(bool preloading)
 							   &tick_database, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("jobqueue.tick_interval",
 							"How often the background ticker calls queue_tick().",
-							NULL, &tick_interval_ms, 5000, 100, 3600 * 1000, PGC_SIGHUP,
+							NULL, &tick_interval_ms, 1000, 100, 3600 * 1000, PGC_SIGHUP,
 							GUC_UNIT_MS, NULL, NULL, NULL);
 	if (!preloading || tick_database == NULL || tick_database[0] == '\0')
 		return;

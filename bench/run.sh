@@ -608,37 +608,54 @@ fi
 # of 100, 2 workers).  After each round (one second later: statistics
 # flushed, a tick past) queue_jobs' size with its indexes, summed over its
 # partitions; a watcher samples it every second throughout (peak of each
-# round, partitions a rotation emptied).
+# round, partitions a rotation emptied).  From 1.3, again for reference
+# with jobqueue.ring_period = CHURN_SHORT_PERIOD (server-wide: the ticker
+# and the sessions alike), to show what a shorter period bounds.
+CHURN_SHORT_PERIOD=2
 if want churn; then
     mark churn
+    churn_run() {   # PREFIX: CHURN_ROUNDS rounds, figures as PREFIX.roundN.*
+        local prefix=$1 csv=$OUT/watch/$1.csv round t0 from to total heap idx dead autovacuums
+        local -a ends
+        qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
+        watch_start "$csv"
+        sleep 1   # the watcher's first row: the empty table
+        ends=("$(date +%s.%N)")
+        for round in $(seq 1 "$CHURN_ROUNDS"); do
+            t0=$(date +%s.%N)
+            pgb "$prefix.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
+            pgb "$prefix.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
+            rec "$prefix.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
+            rec "$prefix.round$round.left" "$(count queue_jobs)"
+            sleep 1   # let the backends' statistics reach pg_stat_user_tables
+            IFS='|' read -r total heap idx dead autovacuums <<<"$(figure "total_bytes, heap_bytes, index_bytes, n_dead_tup, autovacuums")"
+            rec "$prefix.round$round.total_bytes" "$total"
+            rec "$prefix.round$round.heap_bytes" "$heap"
+            rec "$prefix.round$round.claim_idx_bytes" "$idx"
+            rec "$prefix.round$round.dead_tup" "$dead"
+            rec "$prefix.round$round.autovacuums" "$autovacuums"
+            ends+=("$(date +%s.%N)")
+        done
+        watch_stop
+        for round in $(seq 1 "$CHURN_ROUNDS"); do
+            from=${ends[round - 1]} to=${ends[round]}
+            rec "$prefix.round$round.truncations" "$(watch truncations "$csv" "$from" "$to")"
+            rec "$prefix.round$round.peak_bytes" "$(watch peak "$csv" total_bytes "$from" "$to")"
+        done
+        rec "$prefix.ticked" "$(watch ticked "$csv")"
+    }
     log "5. churn: $CHURN_JOBS jobs pushed and drained, $CHURN_ROUNDS rounds back to back"
-    qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
-    churn_csv=$OUT/watch/churn.csv
-    watch_start "$churn_csv"
-    sleep 1   # the watcher's first row: the empty table
-    declare -a churn_t=("$(date +%s.%N)")
-    for round in $(seq 1 "$CHURN_ROUNDS"); do
-        t0=$(date +%s.%N)
-        pgb "churn.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
-        pgb "churn.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
-        rec "churn.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
-        rec "churn.round$round.left" "$(count queue_jobs)"
-        sleep 1   # let the backends' statistics reach pg_stat_user_tables
-        IFS='|' read -r total heap idx dead autovacuums <<<"$(figure "total_bytes, heap_bytes, index_bytes, n_dead_tup, autovacuums")"
-        rec "churn.round$round.total_bytes" "$total"
-        rec "churn.round$round.heap_bytes" "$heap"
-        rec "churn.round$round.claim_idx_bytes" "$idx"
-        rec "churn.round$round.dead_tup" "$dead"
-        rec "churn.round$round.autovacuums" "$autovacuums"
-        churn_t+=("$(date +%s.%N)")
-    done
-    watch_stop
-    for round in $(seq 1 "$CHURN_ROUNDS"); do
-        from=${churn_t[round - 1]} to=${churn_t[round]}
-        rec "churn.round$round.truncations" "$(watch truncations "$churn_csv" "$from" "$to")"
-        rec "churn.round$round.peak_bytes" "$(watch peak "$churn_csv" total_bytes "$from" "$to")"
-    done
-    rec churn.ticked "$(watch ticked "$churn_csv")"
+    churn_run churn
+    if [[ -n $(q "SELECT current_setting('jobqueue.ring_period', true)") ]]; then
+        log "5. churn again with jobqueue.ring_period = $CHURN_SHORT_PERIOD s (reference)"
+        qq -c "ALTER SYSTEM SET jobqueue.ring_period = $CHURN_SHORT_PERIOD" -c "SELECT pg_reload_conf()"
+        sleep 2   # the ticker reloads its settings at its next tick
+        rec churn_short.ring_period "$(q "SHOW jobqueue.ring_period")"
+        churn_run churn_short
+        qq -c "ALTER SYSTEM RESET jobqueue.ring_period" -c "SELECT pg_reload_conf()"
+        sleep 2
+    fi
+    qq -c "TRUNCATE queue_jobs"
 fi
 
 # ============================================================= 6. held snapshot

@@ -15,10 +15,12 @@ nothing, so every change it sees is the ring's rotation.
 import sys
 
 FIELDS = ("epoch", "total_bytes", "heap_bytes", "claim_idx_bytes", "n_dead_tup", "n_live_tup",
-          "autovacuums", "filenodes", "ticker")
+          "autovacuums", "filenodes", "ticker", "scanned_dead")
 
 
 def number(text):
+    if text == "":
+        return None
     try:
         return float(text)
     except ValueError:

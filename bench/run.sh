@@ -302,20 +302,27 @@ ticker_follow() {
     return 1
 }
 
-# watch_start CSV: from now until watch_stop, a row a second (sql/setup.sql's
-# bench_queue_sample(): the time, queue_jobs' sizes, dead and live rows
-# summed over its partitions, each partition's relfilenode, whether the
-# ticker is connected) appended to CSV by one psql session in PGDATABASE, in
-# autocommit: it holds no snapshot, and a lock only for the moment of a
-# size.  The bench truncates nothing while a watcher runs, so a partition's
-# new relfilenode is a rotation's TRUNCATE (queue_watch.py counts them).
-WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker
+# watch_start CSV [SCAN_EVERY]: from now until watch_stop, a row a second
+# (sql/setup.sql's bench_queue_sample(): the time, queue_jobs' sizes, dead
+# and live rows summed over its partitions, each partition's relfilenode,
+# whether the ticker is connected; every SCAN_EVERY-th row, from the first,
+# also the dead rows pgstattuple finds) appended to CSV by one psql session
+# in PGDATABASE, in autocommit: it holds no snapshot, and a lock only for
+# the moment of a size (or a scan).  The bench truncates nothing while a
+# watcher runs, so a partition's new relfilenode is a rotation's TRUNCATE
+# (queue_watch.py counts them).
+WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker,scanned_dead
 watch_start() {
+    local every=${2:-0}
     WATCH_STOP=$1.stop
     rm -f "$WATCH_STOP"
     echo "$WATCH_FIELDS" > "$1"
-    { while [[ ! -e $WATCH_STOP ]]; do echo "SELECT bench_queue_sample();"; sleep 1; done; } \
-        | psql -X -At -q >> "$1" 2>"$1.err" &
+    { local i=0
+      while [[ ! -e $WATCH_STOP ]]; do
+          echo "SELECT bench_queue_sample($(( every > 0 && i % every == 0 ))::boolean);"
+          i=$(( i + 1 ))
+          sleep 1
+      done; } | psql -X -At -q >> "$1" 2>"$1.err" &
     WATCH_PID=$!
 }
 watch_stop() {
@@ -858,7 +865,7 @@ if want soak; then
         fresh_db "$db"
         ticker_follow "$db"
         PGDATABASE=$db holder_start "$SOAK_HELD_TABLE"
-        PGDATABASE=$db watch_start "$csv"
+        PGDATABASE=$db watch_start "$csv" "$SOAK_REPORT_SECS"
         sleep 1   # the watcher's first row: before the load
         PGDATABASE=$db PGOPTIONS=$options steady_load "$tag" "$SOAK_SECS" "$SOAK_WINDOW" \
             --push-script "$BENCH/scripts/push.sql" --consumer sql --drain-script "$BENCH/scripts/drain_one.sql"

@@ -96,16 +96,29 @@ LANGUAGE sql STABLE AS $$
       LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = l
 $$;
 
+-- The dead row versions really in a table's heap, summed over its leaves:
+-- pgstattuple reads every page (cheap at a queue's size, but a whole scan:
+-- run.sh's soak takes it every 30 s only).  n_dead_tup is what the
+-- statistics say, which is what autovacuum goes by; it lags what happened
+-- when the session that truncated or deleted has not yet reported.
+CREATE EXTENSION pgstattuple;
+CREATE FUNCTION bench_scanned_dead(tbl regclass) RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT coalesce(sum(s.dead_tuple_count), 0)::bigint
+      FROM bench_leaves(tbl) AS l, LATERAL pgstattuple(l) AS s
+$$;
+
 -- One line of run.sh's queue watcher (a CSV row, once a second): the
--- time, queue_jobs' figures, and whether the background ticker is connected
--- to this database.
-CREATE FUNCTION bench_queue_sample() RETURNS text
-LANGUAGE sql STABLE AS $$
+-- time, queue_jobs' figures, whether the background ticker is connected
+-- to this database, and (scan true) the dead rows pgstattuple counts.
+CREATE FUNCTION bench_queue_sample(scan boolean DEFAULT false) RETURNS text
+LANGUAGE sql AS $$
     SELECT concat_ws(',', round(extract(epoch FROM pg_catalog.clock_timestamp()), 3),
                      f.total_bytes, f.heap_bytes, f.index_bytes, f.n_dead_tup, f.n_live_tup,
                      f.autovacuums, f.filenodes,
                      (SELECT count(*) FROM pg_catalog.pg_stat_activity
-                       WHERE backend_type = 'jobqueue ticker' AND datname = pg_catalog.current_database()))
+                       WHERE backend_type = 'jobqueue ticker' AND datname = pg_catalog.current_database()),
+                     CASE WHEN scan THEN bench_scanned_dead('queue_jobs')::text ELSE '' END)
       FROM bench_table_figures('queue_jobs', 'queue_jobs_claim_idx') AS f
 $$;
 

@@ -5,6 +5,7 @@ row a second of bench_queue_sample(), see sql/setup.sql).
     queue_watch.py truncations CSV [FROM TO]   partitions emptied by a rotation
     queue_watch.py peak CSV FIELD [FROM TO]    the highest FIELD (e.g. total_bytes)
     queue_watch.py ticked CSV [FROM TO]        share of rows with the ticker connected
+    queue_watch.py vacuuming CSV [FROM TO]     share of rows with a VACUUM on a partition
 
 FROM, TO: epoch seconds; only rows taken in (FROM, TO] count (a truncation
 between two rows counts with the later row).  A TRUNCATE gives a partition a
@@ -15,7 +16,7 @@ nothing, so every change it sees is the ring's rotation.
 import sys
 
 FIELDS = ("epoch", "total_bytes", "heap_bytes", "claim_idx_bytes", "n_dead_tup", "n_live_tup",
-          "autovacuums", "filenodes", "ticker", "scanned_dead")
+          "autovacuums", "filenodes", "ticker", "scanned_dead", "vacuuming")
 
 
 def number(text):
@@ -65,9 +66,10 @@ def peak(rows, field, t0=None, t1=None):
     return max(vals) if vals else None
 
 
-def ticked(rows, t0=None, t1=None):
+def share(rows, field, t0=None, t1=None):
+    """The share of the rows in (t0, t1] whose field is not zero."""
     sel = within(rows, t0, t1)
-    return sum(1 for r in sel if r["ticker"]) / len(sel) if sel else None
+    return sum(1 for r in sel if r[field]) / len(sel) if sel else None
 
 
 def main(argv):
@@ -88,7 +90,9 @@ def main(argv):
     elif what == "peak":
         value = peak(rows, field, t0, t1)
     elif what == "ticked":
-        value = ticked(rows, t0, t1)
+        value = share(rows, "ticker", t0, t1)
+    elif what == "vacuuming":
+        value = share(rows, "vacuuming", t0, t1)
     else:
         print(__doc__)
         return 2

@@ -377,9 +377,10 @@ def soak_rows(f, w, outdir):
         w(f"| | queue_jobs table+indexes (MiB, all partitions) at the same moments | | {mib} | "
           f"peak {fmt(queue_watch.peak(rows, 'total_bytes'), 'bytes')}; claim index at the end "
           f"{fmt(rows[-1]['claim_idx_bytes'], 'bytes')}; autovacuums {count_text(rows[-1]['autovacuums'])} |")
-        ticked = f.med(f"{k}.ticked")
+        ticked, vacuuming = f.med(f"{k}.ticked"), f.med(f"{k}.vacuuming")
         w(f"| | partitions emptied by rotations | | {count_text(f.med(k + '.truncations'))} | "
-          f"the ticker connected in {'n/a' if ticked is None else f'{ticked:.0%}'} of the samples |")
+          f"the ticker connected in {'n/a' if ticked is None else f'{ticked:.0%}'} of the samples"
+          f"{'' if vacuuming is None else f', a VACUUM on a partition in {vacuuming:.0%}'} |")
 
 
 # ---------------------------------------------------------------- churn
@@ -441,9 +442,10 @@ def churn_rows(f, w):
               f"round took {fmt(f.med(f'{k}.secs'))} s, jobs left {count_text(f.med(f'{k}.left'))} | | "
               f"peak {fmt(f.med(f'{k}.peak_bytes'), 'bytes')} | "
               f"{'' if rnd == 1 or peak_ratio is None else f'{peak_ratio:.2f}× round 1 peak'} |")
-        ticked = f.med(f"{prefix}.ticked")
+        ticked, vacuuming = f.med(f"{prefix}.ticked"), f.med(f"{prefix}.vacuuming")
         if ticked is not None:
-            w(f"| | the ticker connected to the database in {ticked:.0%} of the watcher's samples | | | |")
+            w(f"| | the ticker connected to the database in {ticked:.0%} of the watcher's samples"
+              f"{'' if vacuuming is None else f'; a VACUUM on a partition in {vacuuming:.0%} of them'} | | | |")
 
 
 def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w, f):

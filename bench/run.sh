@@ -306,12 +306,13 @@ ticker_follow() {
 # (sql/setup.sql's bench_queue_sample(): the time, queue_jobs' sizes, dead
 # and live rows summed over its partitions, each partition's relfilenode,
 # whether the ticker is connected; every SCAN_EVERY-th row, from the first,
-# also the dead rows pgstattuple finds) appended to CSV by one psql session
+# also the dead rows pgstattuple finds; how many partitions a VACUUM is
+# processing) appended to CSV by one psql session
 # in PGDATABASE, in autocommit: it holds no snapshot, and a lock only for
 # the moment of a size (or a scan).  The bench truncates nothing while a
 # watcher runs, so a partition's new relfilenode is a rotation's TRUNCATE
 # (queue_watch.py counts them).
-WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker,scanned_dead
+WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker,scanned_dead,vacuuming
 watch_start() {
     local every=${2:-0}
     WATCH_STOP=$1.stop
@@ -332,7 +333,8 @@ watch_stop() {
     WATCH_PID=
 }
 # watch truncations CSV [FROM TO] | peak CSV FIELD [FROM TO] | ticked CSV
-# [FROM TO]: queue_watch.py's figures of a watcher's CSV
+# [FROM TO] | vacuuming CSV [FROM TO]: queue_watch.py's figures of a
+# watcher's CSV
 watch() { python3 "$BENCH/queue_watch.py" "$@"; }
 
 # rec_kv PREFIX LINE: each key=value of a C++ program's summary line as its
@@ -650,6 +652,7 @@ if want churn; then
             rec "$prefix.round$round.peak_bytes" "$(watch peak "$csv" total_bytes "$from" "$to")"
         done
         rec "$prefix.ticked" "$(watch ticked "$csv")"
+        rec "$prefix.vacuuming" "$(watch vacuuming "$csv")"
     }
     log "5. churn: $CHURN_JOBS jobs pushed and drained, $CHURN_ROUNDS rounds back to back"
     churn_run churn
@@ -874,6 +877,7 @@ if want soak; then
         rec_kv "soak.$positions" "$STEADY_LINE"
         rec "soak.$positions.truncations" "$(watch truncations "$csv")"
         rec "soak.$positions.ticked" "$(watch ticked "$csv")"
+        rec "soak.$positions.vacuuming" "$(watch vacuuming "$csv")"
         # the snapshot must have been held to the end for the run to count
         rec "soak.$positions.holder_held" "$(q "SELECT count(*) FROM pg_stat_activity
             WHERE application_name = 'bench_holder' AND backend_xmin IS NOT NULL")"

@@ -110,7 +110,9 @@ $$;
 
 -- One line of run.sh's queue watcher (a CSV row, once a second): the
 -- time, queue_jobs' figures, whether the background ticker is connected
--- to this database, and (scan true) the dead rows pgstattuple counts.
+-- to this database, (scan true) the dead rows pgstattuple counts, and how
+-- many of its partitions a VACUUM is processing now (its lock keeps a
+-- rotation from emptying that partition).
 CREATE FUNCTION bench_queue_sample(scan boolean DEFAULT false) RETURNS text
 LANGUAGE sql AS $$
     SELECT concat_ws(',', round(extract(epoch FROM pg_catalog.clock_timestamp()), 3),
@@ -118,7 +120,9 @@ LANGUAGE sql AS $$
                      f.autovacuums, f.filenodes,
                      (SELECT count(*) FROM pg_catalog.pg_stat_activity
                        WHERE backend_type = 'jobqueue ticker' AND datname = pg_catalog.current_database()),
-                     CASE WHEN scan THEN bench_scanned_dead('queue_jobs')::text ELSE '' END)
+                     CASE WHEN scan THEN bench_scanned_dead('queue_jobs')::text ELSE '' END,
+                     (SELECT count(*) FROM pg_catalog.pg_stat_progress_vacuum
+                       WHERE relid IN (SELECT bench_leaves('queue_jobs'))))
       FROM bench_table_figures('queue_jobs', 'queue_jobs_claim_idx') AS f
 $$;
 

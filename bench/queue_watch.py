@@ -16,7 +16,9 @@ nothing, so every change it sees is the ring's rotation.
 import sys
 
 FIELDS = ("epoch", "total_bytes", "heap_bytes", "claim_idx_bytes", "n_dead_tup", "n_live_tup",
-          "autovacuums", "filenodes", "ticker", "scanned_dead", "vacuuming")
+          "autovacuums", "filenodes", "ticker", "scanned_dead", "vacuuming", "scanned_dead_by_leaf")
+# fields of "leaf=value;..." pairs, read as dicts
+PER_LEAF = ("filenodes", "scanned_dead_by_leaf")
 
 
 def number(text):
@@ -29,8 +31,9 @@ def number(text):
 
 
 def read_watch(path):
-    """The rows of a watcher's CSV as dicts (numbers as floats, filenodes as a
-    dict leaf -> filenode); lines that are not samples (errors) are skipped."""
+    """The rows of a watcher's CSV as dicts (numbers as floats, the per-leaf
+    fields as dicts leaf -> value); lines that are not samples (errors) are
+    skipped."""
     rows = []
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
@@ -38,10 +41,12 @@ def read_watch(path):
         return rows
     for line in lines:
         parts = line.strip().split(",")
-        if len(parts) != len(FIELDS) or number(parts[0]) is None:
+        if len(parts) > len(FIELDS) or len(parts) < FIELDS.index("ticker") + 1 or number(parts[0]) is None:
             continue
-        row = {k: number(v) for k, v in zip(FIELDS, parts) if k != "filenodes"}
-        row["filenodes"] = dict(p.split("=", 1) for p in parts[FIELDS.index("filenodes")].split(";") if "=" in p)
+        parts += [""] * (len(FIELDS) - len(parts))   # a CSV of an older watcher
+        row = {k: number(v) for k, v in zip(FIELDS, parts) if k not in PER_LEAF}
+        for k in PER_LEAF:
+            row[k] = dict(p.split("=", 1) for p in parts[FIELDS.index(k)].split(";") if "=" in p)
         rows.append(row)
     return rows
 

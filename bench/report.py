@@ -368,11 +368,16 @@ def soak_rows(f, w, outdir):
         w(f"| | queue_jobs n_dead_tup (all partitions) at {at} s | | "
           f"{', '.join(count_text(r['n_dead_tup']) for _, r in picked)} | "
           f"{len(rows)} samples in soak-{positions}-watch.csv |")
-        scans = [(r["epoch"] - rows[0]["epoch"], r["scanned_dead"]) for r in rows if r.get("scanned_dead") is not None]
+        scans = [(r["epoch"] - rows[0]["epoch"], r) for r in rows if r.get("scanned_dead") is not None]
         if scans:
             w(f"| | dead row versions in queue_jobs' heap (pgstattuple, all partitions) at "
-              f"{', '.join(f'{t:.0f}' for t, _ in scans)} s | | {', '.join(count_text(d) for _, d in scans)} | "
+              f"{', '.join(f'{t:.0f}' for t, _ in scans)} s | | "
+              f"{', '.join(count_text(r['scanned_dead']) for _, r in scans)} | "
               f"n_dead_tup is the statistics' count, which autovacuum goes by |")
+            last = scans[-1][1]["scanned_dead_by_leaf"]
+            if last:
+                w(f"| | the same per partition, last scan | | "
+                  f"{'; '.join(f'{leaf} {count_text(num(n))}' for leaf, n in sorted(last.items()))} | |")
         mib = ", ".join(f"{r['total_bytes'] / 1048576:.1f}" for _, r in picked)
         w(f"| | queue_jobs table+indexes (MiB, all partitions) at the same moments | | {mib} | "
           f"peak {fmt(queue_watch.peak(rows, 'total_bytes'), 'bytes')}; claim index at the end "

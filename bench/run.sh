@@ -306,13 +306,13 @@ ticker_follow() {
 # (sql/setup.sql's bench_queue_sample(): the time, queue_jobs' sizes, dead
 # and live rows summed over its partitions, each partition's relfilenode,
 # whether the ticker is connected; every SCAN_EVERY-th row, from the first,
-# also the dead rows pgstattuple finds; how many partitions a VACUUM is
-# processing) appended to CSV by one psql session
+# also the dead rows pgstattuple finds, in all and per partition; how many
+# partitions a VACUUM is processing) appended to CSV by one psql session
 # in PGDATABASE, in autocommit: it holds no snapshot, and a lock only for
 # the moment of a size (or a scan).  The bench truncates nothing while a
 # watcher runs, so a partition's new relfilenode is a rotation's TRUNCATE
 # (queue_watch.py counts them).
-WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker,scanned_dead,vacuuming
+WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker,scanned_dead,vacuuming,scanned_dead_by_leaf
 watch_start() {
     local every=${2:-0}
     WATCH_STOP=$1.stop

@@ -102,10 +102,13 @@ $$;
 -- statistics say, which is what autovacuum goes by; it lags what happened
 -- when the session that truncated or deleted has not yet reported.
 CREATE EXTENSION pgstattuple;
-CREATE FUNCTION bench_scanned_dead(tbl regclass) RETURNS bigint
+CREATE FUNCTION bench_scanned_dead(tbl regclass, OUT total bigint, OUT by_leaf text)
 LANGUAGE sql AS $$
-    SELECT coalesce(sum(s.dead_tuple_count), 0)::bigint
-      FROM bench_leaves(tbl) AS l, LATERAL pgstattuple(l) AS s
+    SELECT coalesce(sum(s.dead_tuple_count), 0)::bigint,
+           pg_catalog.string_agg(c.relname || '=' || s.dead_tuple_count, ';' ORDER BY c.relname)
+      FROM bench_leaves(tbl) AS l
+      JOIN pg_catalog.pg_class c ON c.oid = l,
+           LATERAL pgstattuple(l) AS s
 $$;
 
 -- One line of run.sh's queue watcher (a CSV row, once a second): the
@@ -120,10 +123,12 @@ LANGUAGE sql AS $$
                      f.autovacuums, f.filenodes,
                      (SELECT count(*) FROM pg_catalog.pg_stat_activity
                        WHERE backend_type = 'jobqueue ticker' AND datname = pg_catalog.current_database()),
-                     CASE WHEN scan THEN bench_scanned_dead('queue_jobs')::text ELSE '' END,
+                     coalesce(d.total::text, ''),
                      (SELECT count(*) FROM pg_catalog.pg_stat_progress_vacuum
-                       WHERE relid IN (SELECT bench_leaves('queue_jobs'))))
+                       WHERE relid IN (SELECT bench_leaves('queue_jobs'))),
+                     coalesce(d.by_leaf, ''))
       FROM bench_table_figures('queue_jobs', 'queue_jobs_claim_idx') AS f
+      LEFT JOIN bench_scanned_dead('queue_jobs') AS d ON scan
 $$;
 
 -- ---------------------------------------------------------------- PgQ

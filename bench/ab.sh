@@ -7,16 +7,19 @@
 # OLD_REV, NEW_REV: git revisions of this repository (NEW_REV default: the
 # working tree as it is).  Each is exported (git archive) and built once;
 # then one cluster with bench/run.sh's settings (library preloaded, the
-# background ticker every second in the database) and AB_ROUNDS rounds
-# (default 3), each: for old, then new (the order alternates every round):
-# make install, restart, a fresh CREATE EXTENSION (NOTIFY off), then
+# background ticker every second in the database; AB_TICKER=0: none) and
+# AB_ROUNDS rounds (default 3), each: for old, then new (the order
+# alternates every round): make install, restart, a fresh CREATE EXTENSION
+# (NOTIFY off), then
 #   push    pgbench, 8 clients, scripts/push.sql, AB_SECS s (default 5)
 #   drain1  8 workers, scripts/drain_one.sql, AB_SECS s, from 60,000 jobs
-#   drainb  8 workers, scripts/drain_batch.sql, 3 s, from 100,000 jobs
-# Prints per build the median and min-max of the jobs/s, and new/old: the
-# ratio of the medians and the per-round ratios.  Kept in
-# bench/results/<time>-ab/.  Give it a quiet machine: the two builds are
-# compared minutes apart.
+#   drainb  8 workers, scripts/drain_batch.sql, 800 calls of 100, from
+#           100,000 jobs (as bench/run.sh's scenario 3)
+# A drain's jobs/s = jobs removed (count before - after) / pgbench's time of
+# the processed transactions.  Prints per build the median and min-max of
+# the jobs/s, and new/old: the ratio of the medians and the per-round
+# ratios.  Kept in bench/results/<time>-ab/.  Give it a quiet machine: the
+# two builds are compared minutes apart.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,6 +28,7 @@ OLD_REV=${1:?usage: bench/ab.sh OLD_REV [NEW_REV]}
 NEW_REV=${2:-}
 ROUNDS=${AB_ROUNDS:-3}
 SECS=${AB_SECS:-5}
+TICKER=${AB_TICKER:-1}
 
 OUT=$BENCH/results/$(date +%Y%m%d-%H%M%S)-ab
 mkdir -p "$OUT"
@@ -54,9 +58,12 @@ BENCH_PGCONF=$(sed -n '/^BENCH_PGCONF="/,/"$/p' "$BENCH/run.sh" | sed '1s/^BENCH
 # shellcheck source=../scripts/cluster.sh
 source "$ROOT/scripts/cluster.sh"
 trap jq_cluster_stop EXIT
+TICKER_CONF=
+if [[ $TICKER == 1 ]]; then TICKER_CONF="jobqueue.tick_database = 'postgres'
+jobqueue.tick_interval = 1s"; fi
 JQ_PGPORT=${JQ_PGPORT:-55571} JQ_PRELOAD=jobqueue JQ_PGCONF="$BENCH_PGCONF
-jobqueue.tick_database = 'postgres'
-jobqueue.tick_interval = 1s" jq_cluster_start >"$OUT/cluster.log"
+$TICKER_CONF" jq_cluster_start >"$OUT/cluster.log"
+echo "ticker: $([[ $TICKER == 1 ]] && echo 'every 1 s' || echo none); rounds $ROUNDS" | tee -a "$OUT/ab.txt"
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 use() {   # NAME: that build installed, the server restarted, a new extension
@@ -78,6 +85,16 @@ tps() {   # pgbench ARGS...: its tps (without connection time)
     pgbench -n -M prepared "$@" 2>&1 | tee -a "$OUT/pgbench.log" \
         | sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p'
 }
+drained() {   # pgbench ARGS...: jobs removed per second of its processed transactions
+    local before after log
+    before=$(q -c "SELECT count(*) FROM queue_jobs")
+    log=$(pgbench -n -M prepared "$@" 2>&1 | tee -a "$OUT/pgbench.log")
+    after=$(q -c "SELECT count(*) FROM queue_jobs")
+    awk -v b="$before" -v a="$after" \
+        -v n="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$log")" \
+        -v t="$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$log")" \
+        'BEGIN { printf "%.1f\n", (b - a) / (n / t) }'
+}
 
 results=$OUT/rounds.txt
 : > "$results"
@@ -90,10 +107,9 @@ for round in $(seq 1 "$ROUNDS"); do
         q -c "TRUNCATE queue_jobs" -c "CHECKPOINT" >/dev/null
         push=$(tps -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/push.sql")
         fill 6
-        drain1=$(tps -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/drain_one.sql")
+        drain1=$(drained -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/drain_one.sql")
         fill 10
-        drainb=$(tps -c 8 -j 8 -T 3 -f "$BENCH/scripts/drain_batch.sql")
-        drainb=$(awk "BEGIN { print $drainb * 100 }")
+        drainb=$(drained -c 8 -j 8 -t 100 -f "$BENCH/scripts/drain_batch.sql")
         echo "$round $side $version push=$push drain1=$drain1 drainb=$drainb" | tee -a "$results"
     done
 done

@@ -67,9 +67,11 @@ REGRESS = \
 	privileges_1_1 \
 	schedules \
 	waiting \
+	ring \
 	plans \
 	upgrade \
-	upgrade_1_2
+	upgrade_1_2 \
+	upgrade_1_3
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

@@ -43,7 +43,7 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	args[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
 	args[2] = TimestampTzGetDatum(call.now);
 
-	cancelled = RunAlone(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE) == 1;
+	cancelled = RunAloneFindingJob(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE) == 1;
 
 	PG_RETURN_BOOL(cancelled);
 }

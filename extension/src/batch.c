@@ -253,7 +253,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	TimestampTz now = call->now;
 	static const Oid types[6] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID};
 	Datum	   *columns[7];
-	Datum		args[8];
+	Datum		args[9];		/* [8]: the ring partition (1.3) */
 	bool	   *deadline_nulls = palloc(sizeof(bool) * count);
 	int			dims[1] = {count};
 	int			lbs[1] = {1};
@@ -288,7 +288,8 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
 												 TIMESTAMPTZOID, sizeof(TimestampTz),
 												 true, TYPALIGN_DOUBLE));
-	QueueExecute(call, PLAN_PUSH_BATCH, args, NULL, SPI_OK_INSERT_RETURNING);
+	QueueExecuteOn(call, PLAN_PUSH_BATCH, PushTable(call, &args[8]), args, NULL,
+				   SPI_OK_INSERT_RETURNING);
 	if (SPI_processed != (uint64) count)
 		elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
 			 SPI_processed, count);
@@ -390,7 +391,51 @@ typedef struct IdToken
 	int64		id;				/* first: sorted with CompareLeadingIds */
 	int64		token;
 	bool		taken;			/* an id given twice completes once */
+	JobTable	table;			/* where it was found */
 } IdToken;
+
+/*
+ * Lock the jobs of ids (count of them) and read their current claims into
+ * current (room for count); returns how many are held by a claim.  Since
+ * 1.3 on each partition in turn, with the ids not found yet: a statement
+ * on the partitioned table would look for every id in every partition.
+ */
+static int
+LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
+{
+	JobTable	tables[3];
+	int			table_count = JobTablesToSearch(call, tables);
+	Datum	   *left = palloc(sizeof(Datum) * count);
+	int			left_count = count;
+	int			found = 0;
+
+	memcpy(left, ids, sizeof(Datum) * count);
+	for (int t = 0; t < table_count && left_count > 0; t++)
+	{
+		Datum		args[1];
+
+		args[0] = PointerGetDatum(Int8ArrayFromDatums(left, left_count));
+		QueueExecuteOn(call, PLAN_LOCK_CLAIMED_MANY, tables[t], args, NULL, SPI_OK_SELECT);
+		for (uint64 row = 0; row < SPI_processed; row++)
+		{
+			int64		id = SpiInt8(row, 1);
+
+			/* columns: id, token (NULL while nobody holds the job) */
+			for (int i = 0; i < left_count; i++)
+				if (DatumGetInt64(left[i]) == id)
+					left[i--] = left[--left_count];
+			if (SpiIsNull(row, 2))
+				continue;
+			current[found].id = id;
+			current[found].token = SpiInt8(row, 2);
+			current[found].taken = false;
+			current[found].table = tables[t];
+			found++;
+		}
+	}
+	qsort(current, found, sizeof(IdToken), CompareLeadingIds);
+	return found;
+}
 
 /*
  * queue_delete_many(ids, tokens) returns bigint[]: the ids completed, in the
@@ -411,7 +456,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	int64	   *done;
 	Datum	   *done_datums;
 	int			done_count = 0;
-	Datum		args[1];
+	JobTable   *done_tables;
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
@@ -424,25 +469,12 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	/* the result outlives SPI_finish: allocate it before SPI_connect */
 	done = palloc(sizeof(int64) * count);
 	done_datums = palloc(sizeof(Datum) * count);
+	done_tables = palloc(sizeof(JobTable) * count);
 
 	SPI_connect();
-	args[0] = PointerGetDatum(Int8ArrayFromDatums(id_datums, count));
-	QueueExecute(&call, PLAN_LOCK_CLAIMED_MANY, args, NULL, SPI_OK_SELECT);
-
 	/* the current claims, sorted by id; a job nobody holds matches no pair */
-	current = palloc(sizeof(IdToken) * Max(SPI_processed, 1));
-	current_count = 0;
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		/* columns: id, token (NULL while nobody holds the job) */
-		if (SpiIsNull(row, 2))
-			continue;
-		current[current_count].id = SpiInt8(row, 1);
-		current[current_count].token = SpiInt8(row, 2);
-		current[current_count].taken = false;
-		current_count++;
-	}
-	qsort(current, current_count, sizeof(IdToken), CompareLeadingIds);
+	current = palloc(sizeof(IdToken) * count);
+	current_count = LockCurrentClaims(&call, id_datums, count, current);
 
 	for (int i = 0; i < count; i++)
 	{
@@ -454,14 +486,23 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 			continue;
 		match->taken = true;
 		done[done_count] = ids[i];
-		done_datums[done_count] = Int64GetDatum(ids[i]);
+		done_tables[done_count] = match->table;
 		done_count++;
 	}
 
-	if (done_count > 0)
+	/* one DELETE per table the done jobs were found in */
+	for (JobTable t = JOBS_ALL; t < NUM_JOB_TABLES; t++)
 	{
-		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, done_count));
-		QueueExecute(&call, PLAN_DELETE_IDS, args, NULL, SPI_OK_DELETE);
+		int			in_table = 0;
+		Datum		args[1];
+
+		for (int i = 0; i < done_count; i++)
+			if (done_tables[i] == t)
+				done_datums[in_table++] = Int64GetDatum(done[i]);
+		if (in_table == 0)
+			continue;
+		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
+		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE);
 	}
 	SPI_finish();
 

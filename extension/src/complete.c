@@ -40,13 +40,14 @@ bool
 MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
 {
 	Datum		args[4];
+	JobTable	found;
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 	args[2] = PointerGetDatum(error);
 	args[3] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_MOVE_TO_FAILED, args, NULL, SPI_OK_INSERT_RETURNING);
-	return SPI_processed == 1;
+	return ExecuteFindingJob(call, PLAN_MOVE_TO_FAILED, args, NULL, SPI_OK_INSERT_RETURNING,
+							 &found) == 1;
 }
 
 /*
@@ -91,7 +92,7 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 
-	deleted = RunAlone(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE) == 1;
+	deleted = RunAloneFindingJob(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE) == 1;
 
 	PG_RETURN_BOOL(deleted);
 }
@@ -114,14 +115,14 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	int32		priority;
 	text	   *queue;
 	TimestampTz available_at;
+	JobTable	table;
 
 	*due_queue = NULL;
 
 	/* Lock the claim first, so attempts cannot change under the decision. */
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
-	QueueExecute(call, PLAN_LOCK_CLAIMED, args, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (ExecuteFindingJob(call, PLAN_LOCK_CLAIMED, args, NULL, SPI_OK_SELECT, &table) == 0)
 		return false;
 	attempts = SpiInt32(0, LOCKED_ATTEMPTS);
 	max_attempts = SpiInt32(0, LOCKED_MAX_ATTEMPTS);
@@ -140,7 +141,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	args[2] = TimestampTzGetDatum(available_at);
 	args[3] = TimestampTzGetDatum(call->now);
 	args[4] = PointerGetDatum(error);
-	QueueExecute(call, PLAN_RELEASE, args, NULL, SPI_OK_UPDATE);
+	QueueExecuteOn(call, PLAN_RELEASE, table, args, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		return false;
 	if (available_at <= call->now)
@@ -235,7 +236,7 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(QueueTimeAfter(call.now, lease));
 	NoteJobDueAt(DatumGetTimestampTz(args[2]));	/* the lease may end sooner */
 
-	extended = RunAlone(&call, PLAN_EXTEND, args, NULL, SPI_OK_UPDATE) == 1;
+	extended = RunAloneFindingJob(&call, PLAN_EXTEND, args, NULL, SPI_OK_UPDATE) == 1;
 
 	PG_RETURN_BOOL(extended);
 }

@@ -173,17 +173,35 @@ typedef enum ClaimCandidateColumn
 {
 	CANDIDATE_ID = 1,
 	CANDIDATE_PRIORITY,
-	CANDIDATE_AVAILABLE_AT
+	CANDIDATE_AVAILABLE_AT,
+	CANDIDATE_PARTITION			/* since 1.3: its partition's relation id */
 } ClaimCandidateColumn;
 
+/*
+ * The tables a statement's jobs can be read from: queue_jobs, or (1.3)
+ * one of its partitions (ring.c).
+ */
+typedef enum JobTable
+{
+	JOBS_ALL,
+	JOBS_RING0,
+	JOBS_RING1,
+	JOBS_LONG,
+	NUM_JOB_TABLES
+} JobTable;
+
+extern const char *JobTableName(JobTable table);
 extern SPIPlanPtr QueuePlan(const JqCall *call, QueuePlanId id);
 extern const char *QueueSchemaQuoted(Oid schema);
 extern int	QueueExecute(const JqCall *call, QueuePlanId id, Datum *values,
 						 const char *nulls, int expected);
+extern int	QueueExecuteOn(const JqCall *call, QueuePlanId id, JobTable table,
+						   Datum *values, const char *nulls, int expected);
 
 /* results.c */
 extern ArrayType *Int8ArrayFromDatums(Datum *values, int count);
 extern int64 SpiInt8(uint64 row, int column);
+extern Oid	SpiOid(uint64 row, int column);
 extern int32 SpiInt32(uint64 row, int column);
 extern bool SpiBool(uint64 row, int column);
 extern TimestampTz SpiTimestampTz(uint64 row, int column);
@@ -195,6 +213,8 @@ extern Datum ReturnRowsOf(const JqCall *call, QueuePlanId id, Datum *values,
 						  const char *nulls);
 extern uint64 RunAlone(const JqCall *call, QueuePlanId id, Datum *values,
 					   const char *nulls, int expected);
+extern uint64 RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
+								 const char *nulls, int expected);
 extern int	CompareLeadingIds(const void *a, const void *b);
 
 /* args.c */
@@ -298,6 +318,13 @@ extern void NoteClaimable(text *queue, const ClaimPosition *position);
 /* ring.c: the storage ring's partitions, emptied by rotation */
 extern void JobqueueDefineRing(void);
 extern void RotateRingIfDue(const JqCall *call);
+extern JobTable RingJobTable(int ring);
+extern JobTable PushTable(const JqCall *call, Datum *ring);
+extern int	JobTablesToSearch(const JqCall *call, JobTable tables[3]);
+extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
+extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
+extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
+								const char *nulls, int expected, JobTable *found);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

@@ -3,9 +3,13 @@
  * plans.c
  *	  The fixed statements of the extension, prepared once per backend.
  *
- * Each statement is written with "@S@" where the extension's schema goes;
- * the schema is the namespace of the SQL function being called (it is the
- * extension's schema, resolved once per call in call.c) and quoted in.  Together with the
+ * Each statement is written with "@S@" where the extension's schema goes,
+ * and "@J@" where the job table goes: queue_jobs itself, or (1.3) one of
+ * its partitions, so that a statement that finds a job by id can look in
+ * one partition at a time (ring.c: a statement on the partitioned table
+ * costs several times one on a partition to start).  The schema is the
+ * namespace of the SQL function being called (it is the extension's
+ * schema, resolved once per call in call.c) and quoted in.  Together with the
  * functions' fixed search_path this keeps a caller's search_path from
  * redirecting any query.  Plans are kept with SPI_keepplan; if the schema
  * changes (extension dropped and created elsewhere), all are rebuilt.
@@ -35,7 +39,16 @@ typedef struct QueuePlanDef
 	const char *sql;			/* NULL: no text of its own for this version */
 	int			nargs;
 	Oid			argtypes[MAX_PLAN_ARGS];
+	bool		per_partition;	/* may run on one partition (QueueExecuteOn) */
 } QueuePlanDef;
+
+/* The job tables a statement's "@J@" can name (JobTable). */
+static const char *const job_table_names[NUM_JOB_TABLES] = {
+	[JOBS_ALL] = "queue_jobs",
+	[JOBS_RING0] = "queue_jobs_ring0",
+	[JOBS_RING1] = "queue_jobs_ring1",
+	[JOBS_LONG] = "queue_jobs_long",
+};
 
 /* A contract number quoted into SQL text. */
 #define SQL_NUMBER(n) CppAsString2(n)
@@ -70,7 +83,7 @@ typedef struct QueuePlanDef
 	"  pg_catalog.count(*) FILTER (WHERE available_at > $1 AND NOT " HELD ") AS delayed," \
 	"  pg_catalog.count(*) FILTER (WHERE available_at > $1 AND " HELD ") AS reserved," \
 	"  pg_catalog.count(*) AS total" \
-	" FROM @S@.queue_jobs GROUP BY queue"
+	" FROM @J@ GROUP BY queue"
 
 /* True unless the queue's settings turn wake-ups off; $1 is the queue. */
 #define WANTS_WAKEUPS \
@@ -90,6 +103,28 @@ typedef struct QueuePlanDef
 
 /* Claim candidates, with their claim positions (ClaimCandidateColumn). */
 #define CANDIDATE_COLUMNS "id, priority, available_at"
+/* Since 1.3 with their partition, so that the claim updates that one only. */
+#define CANDIDATE_COLUMNS_1_3 CANDIDATE_COLUMNS ", tableoid"
+
+/* The claim's search from the head of queue $1, for $3 jobs due at $2. */
+#define CLAIM_CANDIDATES_SQL(columns) \
+	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
+	" WHERE ready AND queue = $1 AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" ORDER BY priority DESC, available_at, id" \
+	" LIMIT $3 FOR UPDATE SKIP LOCKED"
+/* From the claim position ($4, $5, $6) on, within its priority. */
+#define CLAIM_CANDIDATES_FROM_SQL(columns) \
+	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
+	" WHERE ready AND queue = $1 AND priority = $4 AND (available_at, id) >= ($5, $6)" \
+	"   AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" ORDER BY available_at, id" \
+	" LIMIT $3 FOR UPDATE SKIP LOCKED"
+/* The priorities below the claim position's ($4), from their head. */
+#define CLAIM_CANDIDATES_BELOW_SQL(columns) \
+	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
+	" WHERE ready AND queue = $1 AND priority < $4 AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" ORDER BY priority DESC, available_at, id" \
+	" LIMIT $3 FOR UPDATE SKIP LOCKED"
 
 /* The job's last error on a line of its own, when it has one. */
 #define WITH_LAST_ERROR \
@@ -105,6 +140,31 @@ typedef struct QueuePlanDef
 	" ELSE pg_catalog.left(" expr ", " SQL_NUMBER(JQ_ERROR_TEXT_SQL_KEEP) ")" \
 	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
 
+/*
+ * A push of one job ($1..$7, $9: deadline); and of a batch, from arrays
+ * ($1..$6, $8: deadlines; $7: now).  columns/values: what a version adds
+ * (1.3: the id and the ring partition, since it inserts into the ring
+ * partition itself: a partition has no identity default, and the
+ * partitioned table's tuple routing costs as much as the insert).
+ */
+#define PUSH_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @J@" \
+	" (queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  deadline" columns ")" \
+	" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9" values ")" \
+	" RETURNING id, " WANTS_WAKEUPS
+#define PUSH_BATCH_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @J@" \
+	" (queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  deadline" columns ")" \
+	" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl" values \
+	" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)," \
+	"   pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
+	"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)" \
+	" RETURNING id"
+#define PUSH_INTO_RING_COLUMNS ", id, ring"
+#define NEXT_JOB_ID ", pg_catalog.nextval('@S@.queue_jobs_id_seq')"
+
 /* Every column of a job but its ring partition: what a rotation moves unchanged. */
 #define RING_MOVED_COLUMNS \
 	"id, queue, name, payload, attempts, max_attempts, priority, unique_key, available_at," \
@@ -112,7 +172,7 @@ typedef struct QueuePlanDef
 
 /* Puts the rows of "moved" back into queue_jobs, as a retry does. */
 #define RETRY_INSERT \
-	" INSERT INTO @S@.queue_jobs" \
+	" INSERT INTO @J@" \
 	"  (id, queue, name, payload, attempts, max_attempts, priority, unique_key," \
 	"   available_at, ready, last_error, created_at)" \
 	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" \
@@ -120,7 +180,7 @@ typedef struct QueuePlanDef
 
 static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_PUSH][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @J@"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7)"
 		" RETURNING id",
@@ -128,7 +188,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* A held key is expected, not an error: DO NOTHING, then find the holder. */
 	[PLAN_PUSH_UNIQUE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @J@"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, unique_key)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8)"
 		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
@@ -136,7 +196,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		8, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
 	},
 	[PLAN_FIND_UNIQUE_HOLDER][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs WHERE unique_key = $1",
+		JQ_HOT_PATH_MARK "SELECT id FROM @J@ WHERE unique_key = $1",
 		1, {TEXTOID}
 	},
 
@@ -146,18 +206,18 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * its last attempt whose lease ran out (its worker died).
 	 */
 	[PLAN_FIND_DUE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts FROM @J@"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
 	[PLAN_MAKE_READY][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs SET ready = true WHERE id = ANY ($1) AND " STILL_WAITING,
+		JQ_HOT_PATH_MARK "UPDATE @J@ SET ready = true WHERE id = ANY ($1) AND " STILL_WAITING,
 		1, {INT8ARRAYOID}
 	},
 	[PLAN_FAIL_EXHAUSTED][JQ_API_1_0] = {
 		JQ_HOT_PATH_MARK "WITH moved AS ("
-		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
+		"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
 		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
@@ -176,14 +236,14 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * search relied on.
 	 */
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @J@"
 		" WHERE ready AND queue = $1 AND available_at <= $2"
 		" ORDER BY priority DESC, available_at, id"
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
 	[PLAN_CLAIM_UPDATE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @J@"
 		" SET ready = false, attempts = attempts + 1, available_at = $4,"
 		"     reserved_until = $4, reserved_by = $5,"
 		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
@@ -191,29 +251,33 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"   AND attempts < max_attempts"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error",
-		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		.per_partition = true
 	},
 
 	[PLAN_DELETE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2",
-		2, {INT8OID, INT8OID}
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = $1 AND token = $2",
+		2, {INT8OID, INT8OID},
+		.per_partition = true
 	},
 	[PLAN_LOCK_CLAIMED][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "SELECT attempts, max_attempts, queue, priority FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT attempts, max_attempts, queue, priority FROM @J@"
 		" WHERE id = $1 AND token = $2 FOR UPDATE",
-		2, {INT8OID, INT8OID}
+		2, {INT8OID, INT8OID},
+		.per_partition = true
 	},
 	[PLAN_RELEASE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @J@"
 		" SET ready = $3 <= $4, available_at = $3, reserved_until = NULL,"
 		"     reserved_by = NULL, token = NULL, last_error = $5"
 		" WHERE id = $1 AND token = $2",
-		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+		5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		.per_partition = true
 	},
 	/* One statement, so a job is never in both tables nor in neither. */
 	[PLAN_MOVE_TO_FAILED][JQ_API_1_0] = {
 		JQ_HOT_PATH_MARK "WITH moved AS ("
-		"  DELETE FROM @S@.queue_jobs WHERE id = $1 AND token = $2 RETURNING *"
+		"  DELETE FROM @J@ WHERE id = $1 AND token = $2 RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
 		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
@@ -222,23 +286,25 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"   ELSE 'failed by the worker (no error given)' END,"
 		"  $4, created_at FROM moved"
 		" RETURNING id",
-		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID}
+		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID},
+		.per_partition = true
 	},
 	[PLAN_EXTEND][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @J@"
 		" SET ready = false, available_at = $3, reserved_until = $3"
 		" WHERE id = $1 AND token = $2",
-		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
+		3, {INT8OID, INT8OID, TIMESTAMPTZOID},
+		.per_partition = true
 	},
 
 	/* Claimable now: available_at has come (for a held job: its lease ran out). */
 	[PLAN_PENDING_ALL][JQ_API_1_0] = {
-		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs WHERE available_at <= $1",
+		"SELECT pg_catalog.count(*) FROM @J@ WHERE available_at <= $1",
 		1, {TIMESTAMPTZOID}
 	},
 	/* Spelt per "ready" so each arm can use its partial index. */
 	[PLAN_PENDING_QUEUE][JQ_API_1_0] = {
-		"SELECT pg_catalog.count(*) FROM @S@.queue_jobs"
+		"SELECT pg_catalog.count(*) FROM @J@"
 		" WHERE (ready AND queue = $2 AND available_at <= $1)"
 		"    OR (NOT ready AND queue = $2 AND available_at <= $1)",
 		2, {TIMESTAMPTZOID, TEXTOID}
@@ -308,15 +374,12 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	/* ---- 1.1: deadlines, wake-ups, batches, administration ---- */
 
 	[PLAN_PUSH][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
-		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9)"
-		" RETURNING id, " WANTS_WAKEUPS,
+		PUSH_SQL("", ""),
 		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 			TEXTOID, TIMESTAMPTZOID}
 	},
 	[PLAN_PUSH_UNIQUE][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @J@"
 		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  unique_key, deadline)"
 		" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8, $9)"
@@ -327,13 +390,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* Jobs without unique keys, in one statement; ids come back in input order. */
 	[PLAN_PUSH_BATCH][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
-		" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, deadline)"
-		" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl"
-		" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3),"
-		"   pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6),"
-		"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)"
-		" RETURNING id",
+		PUSH_BATCH_SQL("", ""),
 		8, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
 			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
 	},
@@ -349,7 +406,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_FIND_DUE][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
 		"  queue, priority, available_at"
-		" FROM @S@.queue_jobs"
+		" FROM @J@"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
@@ -360,7 +417,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * index in a generic plan, where an OR made the planner scan the table.
 	 */
 	[PLAN_FIND_EXPIRED_READY][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "SELECT id FROM @J@"
 		" WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
@@ -372,15 +429,15 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 */
 	[PLAN_NEXT_DUE][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "SELECT least("
-		" (SELECT pg_catalog.min(available_at) FROM @S@.queue_jobs"
+		" (SELECT pg_catalog.min(available_at) FROM @J@"
 		"   WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2),"
-		" (SELECT pg_catalog.min(deadline) FROM @S@.queue_jobs"
+		" (SELECT pg_catalog.min(deadline) FROM @J@"
 		"   WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY "))",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
 	[PLAN_FAIL_EXPIRED][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "WITH moved AS ("
-		"  DELETE FROM @S@.queue_jobs WHERE id = ANY ($1) RETURNING *"
+		"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
 		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
@@ -392,10 +449,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* As the 1.0 claim, skipping paused queues and expired jobs. */
 	[PLAN_CLAIM_CANDIDATES][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
-		" WHERE ready AND queue = $1 AND available_at <= $2 AND " CLAIMABLE_NOW
-		" ORDER BY priority DESC, available_at, id"
-		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS),
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
 	/*
@@ -404,23 +458,16 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * from their head.  Both are ranges of the claim index.
 	 */
 	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
-		" WHERE ready AND queue = $1 AND priority = $4 AND (available_at, id) >= ($5, $6)"
-		"   AND available_at <= $2 AND " CLAIMABLE_NOW
-		" ORDER BY available_at, id"
-		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS),
 		6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}
 	},
 	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @S@.queue_jobs"
-		" WHERE ready AND queue = $1 AND priority < $4 AND available_at <= $2 AND " CLAIMABLE_NOW
-		" ORDER BY priority DESC, available_at, id"
-		" LIMIT $3 FOR UPDATE SKIP LOCKED",
+		CLAIM_CANDIDATES_BELOW_SQL(CANDIDATE_COLUMNS),
 		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID}
 	},
 	/* $4 NULL: the queue's default lease, or 60 seconds. */
 	[PLAN_CLAIM_UPDATE][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @J@"
 		" SET ready = false, attempts = attempts + 1,"
 		"     available_at = $3 + " CLAIM_LEASE ","
 		"     reserved_until = $3 + " CLAIM_LEASE ","
@@ -431,17 +478,20 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"   AND NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $2 AND s.paused)"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error, deadline",
-		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID}
+		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID},
+		.per_partition = true
 	},
 
 	/* Batch completion: lock the jobs, pair tokens in C, then delete. */
 	[PLAN_LOCK_CLAIMED_MANY][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT id, token FROM @S@.queue_jobs WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
-		1, {INT8ARRAYOID}
+		JQ_HOT_PATH_MARK "SELECT id, token FROM @J@ WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
+		1, {INT8ARRAYOID},
+		.per_partition = true
 	},
 	[PLAN_DELETE_IDS][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_jobs WHERE id = ANY ($1)",
-		1, {INT8ARRAYOID}
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1)",
+		1, {INT8ARRAYOID},
+		.per_partition = true
 	},
 	[PLAN_RETRY_FAILED_ONE][JQ_API_1_1] = {
 		"WITH moved AS ("
@@ -458,12 +508,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* A job held by a live claim is only cancelled with force ($2). */
 	[PLAN_CANCEL][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "DELETE FROM @J@"
 		" WHERE id = $1 AND ($2 OR ready OR token IS NULL OR available_at <= $3)",
-		3, {INT8OID, BOOLOID, TIMESTAMPTZOID}
+		3, {INT8OID, BOOLOID, TIMESTAMPTZOID},
+		.per_partition = true
 	},
 	[PLAN_CLEAR][JQ_API_1_1] = {
-		"DELETE FROM @S@.queue_jobs WHERE queue = $1",
+		"DELETE FROM @J@ WHERE queue = $1",
 		1, {TEXTOID}
 	},
 	[PLAN_SET_PAUSED][JQ_API_1_1] = {
@@ -546,7 +597,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long"
 		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  unique_key, deadline, ring)"
-		" VALUES (pg_catalog.nextval('@S@.queue_job_ids'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7,"
+		" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7,"
 		"  $8, $9, " SQL_NUMBER(JQ_RING_LONG) ")"
 		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
 		" RETURNING id, " WANTS_WAKEUPS,
@@ -557,28 +608,56 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs_long WHERE unique_key = $1",
 		1, {TEXTOID}
 	},
-	/* The live jobs of ring partition $1, counted up to one more than a rotation moves. */
+	[PLAN_PUSH][JQ_API_1_3] = {
+		PUSH_SQL(PUSH_INTO_RING_COLUMNS, NEXT_JOB_ID ", $10"),
+		10, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID, INT2OID},
+		.per_partition = true
+	},
+	[PLAN_PUSH_BATCH][JQ_API_1_3] = {
+		PUSH_BATCH_SQL(PUSH_INTO_RING_COLUMNS, NEXT_JOB_ID ", $9"),
+		9, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, INT2OID},
+		.per_partition = true
+	},
+	[PLAN_CLAIM_CANDIDATES][JQ_API_1_3] = {
+		CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS_1_3),
+		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
+		.per_partition = true
+	},
+	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_3] = {
+		CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS_1_3),
+		6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID},
+		.per_partition = true
+	},
+	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_3] = {
+		CLAIM_CANDIDATES_BELOW_SQL(CANDIDATE_COLUMNS_1_3),
+		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID},
+		.per_partition = true
+	},
+	/* The live jobs of a ring partition, counted up to one more than a rotation moves. */
 	[PLAN_RING_LIVE_JOBS][JQ_API_1_3] = {
 		"SELECT pg_catalog.count(*) FROM"
-		" (SELECT 1 FROM @S@.queue_jobs WHERE ring = $1"
-		"  LIMIT " SQL_NUMBER(JQ_RING_MOVE_MAX) " + 1) live",
-		1, {INT2OID}
+		" (SELECT 1 FROM @J@ LIMIT " SQL_NUMBER(JQ_RING_MOVE_MAX) " + 1) live",
+		0, {0},
+		.per_partition = true
 	},
 	/*
 	 * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
-	 * job of ring partition $1, unchanged, to ring partition $2, or to long
-	 * when its moment (delay's or lease's end) is after $3.
+	 * job of a ring partition, unchanged, to ring partition $1, or to long
+	 * when it is not held and due after $2 (a long delay or backoff).
 	 */
 	[PLAN_RING_MOVE][JQ_API_1_3] = {
 		"WITH moved AS ("
-		"  DELETE FROM @S@.queue_jobs WHERE ring = $1 RETURNING *"
+		"  DELETE FROM @J@ RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_jobs (" RING_MOVED_COLUMNS ", ring)"
 		" SELECT " RING_MOVED_COLUMNS ","
-		"  CASE WHEN available_at > $3 THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $2 END"
+		"  CASE WHEN available_at > $2 AND NOT " HELD " THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $1 END"
 		" FROM moved"
 		" RETURNING queue, priority, available_at, id, ready",
-		3, {INT2OID, INT2OID, TIMESTAMPTZOID}
+		2, {INT2OID, TIMESTAMPTZOID},
+		.per_partition = true
 	},
 };
 
@@ -637,21 +716,30 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 
 static Oid	cached_schema = InvalidOid;
 static char *cached_schema_name = NULL;
-static SPIPlanPtr cached_plans[NUM_QUEUE_PLANS][JQ_API_COUNT];
+static SPIPlanPtr cached_plans[NUM_QUEUE_PLANS][JQ_API_COUNT][NUM_JOB_TABLES];
 
-/* Replace every "@S@" in sql with the quoted schema name. */
+/* Replace every "@S@" in sql with the quoted schema, every "@J@" with the job table. */
 static char *
-QualifySql(const char *sql, const char *quoted_schema)
+QualifySql(const char *sql, const char *quoted_schema, JobTable table)
 {
 	StringInfoData buf;
 	const char *p = sql;
 	const char *hit;
 
 	initStringInfo(&buf);
-	while ((hit = strstr(p, "@S@")) != NULL)
+	while ((hit = strchr(p, '@')) != NULL)
 	{
 		appendBinaryStringInfo(&buf, p, hit - p);
-		appendStringInfoString(&buf, quoted_schema);
+		if (strncmp(hit, "@S@", 3) == 0)
+			appendStringInfoString(&buf, quoted_schema);
+		else if (strncmp(hit, "@J@", 3) == 0)
+			appendStringInfo(&buf, "%s.%s", quoted_schema, job_table_names[table]);
+		else
+		{
+			appendStringInfoChar(&buf, '@');
+			p = hit + 1;
+			continue;
+		}
 		p = hit + 3;
 	}
 	appendStringInfoString(&buf, p);
@@ -666,11 +754,12 @@ ResetPlans(Oid schema)
 
 	for (int i = 0; i < NUM_QUEUE_PLANS; i++)
 		for (int v = 0; v < JQ_API_COUNT; v++)
-		{
-			if (cached_plans[i][v] != NULL)
-				SPI_freeplan(cached_plans[i][v]);
-			cached_plans[i][v] = NULL;
-		}
+			for (int t = 0; t < NUM_JOB_TABLES; t++)
+			{
+				if (cached_plans[i][v][t] != NULL)
+					SPI_freeplan(cached_plans[i][v][t]);
+				cached_plans[i][v][t] = NULL;
+			}
 	name = get_namespace_name(schema);
 	if (name == NULL)
 		elog(ERROR, "jobqueue: schema %u of the called function does not exist", schema);
@@ -693,11 +782,12 @@ QueueSchemaQuoted(Oid schema)
 }
 
 /*
- * The kept plan of a statement for the call's version, prepared on first
- * use.  Must be called between SPI_connect and SPI_finish.
+ * The kept plan of a statement for the call's version on a job table,
+ * prepared on first use.  Must be called between SPI_connect and
+ * SPI_finish.
  */
-SPIPlanPtr
-QueuePlan(const JqCall *call, QueuePlanId id)
+static SPIPlanPtr
+QueuePlanOn(const JqCall *call, QueuePlanId id, JobTable table)
 {
 	int			version = call->version;
 	const QueuePlanDef *def;
@@ -712,10 +802,12 @@ QueuePlan(const JqCall *call, QueuePlanId id)
 	if (def->sql == NULL)
 		elog(ERROR, "jobqueue: statement %d does not exist in API version %d",
 			 (int) id, (int) call->version);
-	if (cached_plans[id][version] != NULL)
-		return cached_plans[id][version];
+	if (table != JOBS_ALL && !def->per_partition)
+		elog(ERROR, "jobqueue: statement %d does not run on one partition", (int) id);
+	if (cached_plans[id][version][table] != NULL)
+		return cached_plans[id][version][table];
 
-	sql = QualifySql(def->sql, cached_schema_name);
+	sql = QualifySql(def->sql, cached_schema_name, table);
 	/*
 	 * A generic plan, always: the statements are short and their best plan
 	 * does not depend on the values, while planning a custom plan for every
@@ -729,8 +821,22 @@ QueuePlan(const JqCall *call, QueuePlanId id)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "jobqueue: SPI_keepplan failed");
 	pfree(sql);
-	cached_plans[id][version] = plan;
+	cached_plans[id][version][table] = plan;
 	return plan;
+}
+
+/* The name of a job table (unqualified). */
+const char *
+JobTableName(JobTable table)
+{
+	return job_table_names[table];
+}
+
+/* The kept plan of a statement for the call's version, on queue_jobs. */
+SPIPlanPtr
+QueuePlan(const JqCall *call, QueuePlanId id)
+{
+	return QueuePlanOn(call, id, JOBS_ALL);
 }
 
 /*
@@ -743,7 +849,15 @@ int
 QueueExecute(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
 			 int expected)
 {
-	SPIPlanPtr	plan = QueuePlan(call, id);
+	return QueueExecuteOn(call, id, JOBS_ALL, values, nulls, expected);
+}
+
+/* QueueExecute, with "@J@" naming the given job table (a partition, since 1.3). */
+int
+QueueExecuteOn(const JqCall *call, QueuePlanId id, JobTable table, Datum *values,
+			   const char *nulls, int expected)
+{
+	SPIPlanPtr	plan = QueuePlanOn(call, id, table);
 	int			rc;
 
 	SPI_freetuptable(SPI_tuptable);
@@ -754,9 +868,10 @@ QueueExecute(const JqCall *call, QueuePlanId id, Datum *values, const char *null
 	return rc;
 }
 
-/* "PREPARE name(types) AS sql" for a statement, qualified with schema. */
+/* "PREPARE name(types) AS sql" for a statement on a job table, qualified with schema. */
 static char *
-PrepareText(const char *name, const QueuePlanDef *def, const char *quoted_schema)
+PrepareText(const char *name, const QueuePlanDef *def, const char *quoted_schema,
+			JobTable table)
 {
 	StringInfoData buf;
 
@@ -765,7 +880,7 @@ PrepareText(const char *name, const QueuePlanDef *def, const char *quoted_schema
 	for (int a = 0; a < def->nargs; a++)
 		appendStringInfo(&buf, "%s%s", a == 0 ? "(" : ", ", format_type_be(def->argtypes[a]));
 	appendStringInfo(&buf, "%s AS %s", def->nargs > 0 ? ")" : "",
-					 QualifySql(def->sql, quoted_schema));
+					 QualifySql(def->sql, quoted_schema, table));
 	return buf.data;
 }
 
@@ -790,37 +905,48 @@ PG_FUNCTION_INFO_V1(jobqueue_hot_path_statements);
  * jobqueue_hot_path_statements(schema) returns (statement, version, prepare,
  * execute): every hot-path statement of plans.c as the installed extension
  * runs it in that schema, to be PREPAREd and EXPLAINed (plan_cache_mode =
- * force_generic_plan) by the plan-shape test and the bench.  Not part of
- * the extension's SQL API: a test creates it from the library.
+ * force_generic_plan) by the plan-shape test and the bench.  A statement
+ * that may run on one partition is listed once more per partition of
+ * queue_jobs the schema has ("delete on queue_jobs_ring0").
+ * Not part of the extension's SQL API: a test creates it from the library.
  */
 Datum
 jobqueue_hot_path_statements(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3"};
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			schema;
 	const char *quoted_schema;
 
 	ArgRequire(fcinfo, 0, "schema");
-	quoted_schema = quote_identifier(get_namespace_name(PG_GETARG_OID(0)));
+	schema = PG_GETARG_OID(0);
+	quoted_schema = quote_identifier(get_namespace_name(schema));
 
 	InitMaterializedSRF(fcinfo, 0);
 	for (int id = 0; id < NUM_QUEUE_PLANS; id++)
 		for (int v = 0; v < JQ_API_COUNT; v++)
-		{
-			const QueuePlanDef *def = &plan_defs[id][v];
-			char	   *name;
-			Datum		values[4];
-			bool		nulls[4] = {false, false, false, false};
+			for (int t = 0; t < NUM_JOB_TABLES; t++)
+			{
+				const QueuePlanDef *def = &plan_defs[id][v];
+				char	   *name;
+				Datum		values[4];
+				bool		nulls[4] = {false, false, false, false};
 
-			if (def->sql == NULL ||
-				strncmp(def->sql, JQ_HOT_PATH_MARK, strlen(JQ_HOT_PATH_MARK)) != 0)
-				continue;
-			name = psprintf("jq_%s_%d", plan_names[id], v);
-			values[0] = CStringGetTextDatum(plan_names[id]);
-			values[1] = CStringGetTextDatum(version_names[v]);
-			values[2] = CStringGetTextDatum(PrepareText(name, def, quoted_schema));
-			values[3] = CStringGetTextDatum(ExecuteText(name, def));
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
+				if (def->sql == NULL ||
+					strncmp(def->sql, JQ_HOT_PATH_MARK, strlen(JQ_HOT_PATH_MARK)) != 0)
+					continue;
+				if (t != JOBS_ALL &&
+					(!def->per_partition ||
+					 !OidIsValid(get_relname_relid(job_table_names[t], schema))))
+					continue;
+				name = psprintf("jq_%s_%d_%d", plan_names[id], v, t);
+				values[0] = CStringGetTextDatum(t == JOBS_ALL ? plan_names[id]
+												: psprintf("%s on %s", plan_names[id],
+														   job_table_names[t]));
+				values[1] = CStringGetTextDatum(version_names[v]);
+				values[2] = CStringGetTextDatum(PrepareText(name, def, quoted_schema, t));
+				values[3] = CStringGetTextDatum(ExecuteText(name, def));
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
 	return (Datum) 0;
 }

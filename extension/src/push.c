@@ -26,7 +26,9 @@ PG_FUNCTION_INFO_V1(jobqueue_push_1_3);
 enum
 {
 	PUSH_QUEUE, PUSH_NAME, PUSH_PAYLOAD, PUSH_PRIORITY, PUSH_MAX_ATTEMPTS,
-	PUSH_AVAILABLE_AT, PUSH_NOW, PUSH_UNIQUE_KEY, PUSH_DEADLINE, PUSH_NARGS
+	PUSH_AVAILABLE_AT, PUSH_NOW, PUSH_UNIQUE_KEY, PUSH_DEADLINE,
+	PUSH_RING,					/* since 1.3 */
+	PUSH_NARGS
 };
 
 /*
@@ -69,6 +71,7 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 {
 	Datum		values[PUSH_NARGS];
 	char		nulls[PUSH_NARGS];
+	JobTable	table;
 	TimestampTz now = call->now;
 	bool		returns_wake = JqCallSince(call, JQ_API_1_1);
 
@@ -86,6 +89,7 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	values[PUSH_DEADLINE] = TimestampTzGetDatum(job->deadline);
 	if (!job->has_deadline)
 		nulls[PUSH_DEADLINE] = 'n';
+	table = PushTable(call, &values[PUSH_RING]);
 
 	*inserted = true;
 	*wake = false;
@@ -93,8 +97,10 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	for (int round = 0; round < UNIQUE_PUSH_ROUNDS; round++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		QueueExecute(call, job->unique_key == NULL ? PLAN_PUSH : PLAN_PUSH_UNIQUE,
-					 values, nulls, SPI_OK_INSERT_RETURNING);
+		if (job->unique_key == NULL)
+			QueueExecuteOn(call, PLAN_PUSH, table, values, nulls, SPI_OK_INSERT_RETURNING);
+		else
+			QueueExecute(call, PLAN_PUSH_UNIQUE, values, nulls, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 		{
 			int64		id = SpiInt8(0, PUSHED_ID);

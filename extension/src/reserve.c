@@ -25,6 +25,7 @@
 PG_FUNCTION_INFO_V1(jobqueue_reserve);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_2);
+PG_FUNCTION_INFO_V1(jobqueue_reserve_1_3);
 
 /* The queues argument: non-empty, no NULL element, each a valid name. */
 static ArrayType *
@@ -71,6 +72,8 @@ typedef struct Candidates
 	Datum	   *ids;
 	ClaimPosition *positions;	/* each one's claim position */
 	ClaimSlot  *slots;			/* sorted by id */
+	Oid			partition;		/* 1.3: the partition holding them all, if one does */
+	bool		several;		/* 1.3: they are in several partitions */
 } Candidates;
 
 /* Columns of the due-probe (PLAN_FIND_DUE): those after exhausted only since 1.1. */
@@ -219,13 +222,23 @@ typedef struct ClaimTerms
  * candidates.
  */
 static void
-AddCandidates(const JqCall *call, QueuePlanId plan, Datum *args, Candidates *found)
+AddCandidates(const JqCall *call, QueuePlanId plan, JobTable search, Datum *args,
+			  Candidates *found)
 {
-	QueueExecute(call, plan, args, NULL, SPI_OK_SELECT);
+	bool		knows_partition = JqCallSince(call, JQ_API_1_3);
+
+	QueueExecuteOn(call, plan, search, args, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		int			i = found->count++;
 
+		if (knows_partition)
+		{
+			Oid			partition = SpiOid(row, CANDIDATE_PARTITION);
+
+			found->several |= i > 0 && partition != found->partition;
+			found->partition = partition;
+		}
 		found->positions[i].id = SpiInt8(row, CANDIDATE_ID);
 		found->positions[i].priority = SpiInt32(row, CANDIDATE_PRIORITY);
 		found->positions[i].available_at = SpiTimestampTz(row, CANDIDATE_AVAILABLE_AT);
@@ -245,26 +258,31 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
 					Candidates *found)
 {
 	Datum		args[6];
+	JobTable	search = JOBS_ALL;
 
 	found->count = 0;
+	found->partition = InvalidOid;
+	found->several = false;
 	found->ids = palloc(sizeof(Datum) * limit);
 	found->positions = palloc(sizeof(ClaimPosition) * limit);
 	found->slots = palloc(sizeof(ClaimSlot) * limit);
+	if (JqCallSince(call, JQ_API_1_3) && !ClaimSearchTable(call, &search))
+		return;					/* every partition is empty */
 	args[0] = queue;
 	args[1] = TimestampTzGetDatum(call->now);
 	args[2] = Int32GetDatum(limit);
 	if (start == NULL || !start->from_position)
-		AddCandidates(call, PLAN_CLAIM_CANDIDATES, args, found);
+		AddCandidates(call, PLAN_CLAIM_CANDIDATES, search, args, found);
 	else
 	{
 		args[3] = Int32GetDatum(start->at.priority);
 		args[4] = TimestampTzGetDatum(start->at.available_at);
 		args[5] = Int64GetDatum(start->at.id);
-		AddCandidates(call, PLAN_CLAIM_CANDIDATES_FROM, args, found);
+		AddCandidates(call, PLAN_CLAIM_CANDIDATES_FROM, search, args, found);
 		if (found->count < limit)
 		{
 			args[2] = Int32GetDatum(limit - found->count);
-			AddCandidates(call, PLAN_CLAIM_CANDIDATES_BELOW, args, found);
+			AddCandidates(call, PLAN_CLAIM_CANDIDATES_BELOW, search, args, found);
 		}
 	}
 	qsort(found->slots, found->count, sizeof(ClaimSlot), CompareLeadingIds);
@@ -276,13 +294,16 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
  * for the queue's default, applied in SQL.
  */
 static void
-ClaimCandidates(const JqCall *call, Datum queue, Datum *ids, int count,
+ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 				const ClaimTerms *terms)
 {
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	/* all in one partition (the usual case): the UPDATE starts on that one only */
+	JobTable	table = OidIsValid(found->partition) && !found->several
+		? JobTableOfPartition(call, found->partition) : JOBS_ALL;
 
-	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
+	args[0] = PointerGetDatum(Int8ArrayFromDatums(found->ids, found->count));
 	args[1] = queue;
 	args[2] = TimestampTzGetDatum(call->now);
 	if (JqCallSince(call, JQ_API_1_1))
@@ -294,7 +315,7 @@ ClaimCandidates(const JqCall *call, Datum queue, Datum *ids, int count,
 	else
 		args[3] = TimestampTzGetDatum(QueueTimeAfter(call->now, terms->lease));
 	args[4] = PointerGetDatum(terms->worker);
-	QueueExecute(call, PLAN_CLAIM_UPDATE, args, nulls, SPI_OK_UPDATE_RETURNING);
+	QueueExecuteOn(call, PLAN_CLAIM_UPDATE, table, args, nulls, SPI_OK_UPDATE_RETURNING);
 }
 
 /*
@@ -360,7 +381,7 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 	FindClaimCandidates(call, queue, limit, use_position ? &start : NULL, &found);
 	if (found.count == 0)
 		return 0;
-	ClaimCandidates(call, queue, found.ids, found.count, terms);
+	ClaimCandidates(call, queue, &found, terms);
 	if (SPI_processed == 0)
 		return 0;
 	/* a claimed job falls due again when its lease ends */
@@ -480,4 +501,11 @@ Datum
 jobqueue_reserve_1_2(PG_FUNCTION_ARGS)
 {
 	return Reserve(fcinfo, JQ_API_1_2);
+}
+
+/* queue_reserve, 1.3: a claim updates the storage ring partition of its jobs only */
+Datum
+jobqueue_reserve_1_3(PG_FUNCTION_ARGS)
+{
+	return Reserve(fcinfo, JQ_API_1_3);
 }

@@ -56,6 +56,12 @@ SpiInt8(uint64 row, int column)
 	return DatumGetInt64(SpiValue(row, column));
 }
 
+Oid
+SpiOid(uint64 row, int column)
+{
+	return DatumGetObjectId(SpiValue(row, column));
+}
+
 int32
 SpiInt32(uint64 row, int column)
 {
@@ -136,6 +142,20 @@ RunAlone(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls, i
 	SPI_connect();
 	QueueExecute(call, id, values, nulls, expected);
 	processed = SPI_processed;
+	SPI_finish();
+	return processed;
+}
+
+/* RunAlone for a statement that finds a job by id (ExecuteFindingJob). */
+uint64
+RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
+				   int expected)
+{
+	uint64		processed;
+	JobTable	found;
+
+	SPI_connect();
+	processed = ExecuteFindingJob(call, id, values, nulls, expected, &found);
 	SPI_finish();
 	return processed;
 }

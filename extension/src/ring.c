@@ -37,6 +37,13 @@
  * that reads queue_jobs for the first time after it misses the moved jobs:
  * TRUNCATE is not MVCC-safe.
  *
+ * A statement on the partitioned table starts every partition's scan (and,
+ * for UPDATE and DELETE, every partition's result relation): several
+ * times the cost of the same statement on one table, for the statements
+ * that find one job by id.  Those look in one partition at a time instead,
+ * the likeliest first (ExecuteFindingJob), holding a lock on every
+ * partition meanwhile so that no rotation moves the job between the looks.
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
@@ -103,6 +110,143 @@ jobqueue_current_ring(PG_FUNCTION_ARGS)
 	PG_RETURN_INT16((int16) RingAt(GetCurrentTimestamp()));
 }
 
+/*
+ * Where a push of the call inserts its jobs without unique key: since 1.3
+ * the ring partition pushes go to now, whose ring is set in *ring (the
+ * push's own parameter); before, queue_jobs.
+ */
+JobTable
+PushTable(const JqCall *call, Datum *ring)
+{
+	int			current = RingAt(GetCurrentTimestamp());
+
+	*ring = Int16GetDatum((int16) current);
+	return JqCallSince(call, JQ_API_1_3) ? RingJobTable(current) : JOBS_ALL;
+}
+
+/* The job table of a partition, by its ring (JQ_RING_LONG: the long one). */
+JobTable
+RingJobTable(int ring)
+{
+	return ring == JQ_RING_LONG ? JOBS_LONG : ring == 0 ? JOBS_RING0 : JOBS_RING1;
+}
+
+/*
+ * The partitions of the call's queue_jobs, the one pushes go to now first,
+ * each locked (ACCESS SHARE, as any statement on queue_jobs would) so that
+ * no rotation moves a job among them before this transaction ends; their
+ * relation ids in relids, when given.  false for a schema before 1.3,
+ * which has one table.
+ */
+static bool
+LockJobPartitions(const JqCall *call, JobTable order[3], Oid *relids)
+{
+	int			current = RingAt(GetCurrentTimestamp());
+
+	order[0] = RingJobTable(current);
+	order[1] = RingJobTable((current + 1) % JQ_RING_PARTITIONS);
+	order[2] = JOBS_LONG;
+	for (int i = 0; i < 3; i++)
+	{
+		Oid			relid = get_relname_relid(JobTableName(order[i]), call->schema);
+
+		if (!OidIsValid(relid))
+			return false;
+		LockRelationOid(relid, AccessShareLock);
+		if (relids != NULL)
+			relids[i] = relid;
+	}
+	return true;
+}
+
+/* The job table of one of the call's partitions, by relation id (else JOBS_ALL). */
+JobTable
+JobTableOfPartition(const JqCall *call, Oid relid)
+{
+	for (JobTable t = JOBS_RING0; t < NUM_JOB_TABLES; t++)
+		if (get_relname_relid(JobTableName(t), call->schema) == relid)
+			return t;
+	return JOBS_ALL;
+}
+
+/*
+ * Where a claim of a 1.3 schema searches: the only partition with pages,
+ * or JOBS_ALL when several have some; false when none has any (nothing to
+ * claim).  A partition is empty for a while after each rotation, and the
+ * long one unless unique keys or long delays are used; a search of
+ * queue_jobs starts a scan of every partition, a search of one partition
+ * only its own.  A push into an empty partition that commits after this
+ * look is found by the next claim (its commit moves the claim position back
+ * to it); one that committed before has extended the partition already.
+ */
+bool
+ClaimSearchTable(const JqCall *call, JobTable *table)
+{
+	JobTable	order[3];
+	Oid			relids[3];
+	int			with_pages = 0;
+
+	*table = JOBS_ALL;
+	if (!LockJobPartitions(call, order, relids))
+		return true;
+	for (int i = 0; i < 3; i++)
+	{
+		Relation	rel = RelationIdGetRelation(relids[i]);
+
+		if (RelationGetNumberOfBlocks(rel) > 0)
+		{
+			with_pages++;
+			*table = order[i];
+		}
+		RelationClose(rel);
+	}
+	if (with_pages > 1)
+		*table = JOBS_ALL;
+	return with_pages > 0;
+}
+
+/*
+ * The tables to look for jobs by id in, in order (see LockJobPartitions);
+ * returns how many: 3 partitions, or (before 1.3) queue_jobs alone.
+ */
+int
+JobTablesToSearch(const JqCall *call, JobTable tables[3])
+{
+	if (LockJobPartitions(call, tables, NULL))
+		return 3;
+	tables[0] = JOBS_ALL;
+	return 1;
+}
+
+/*
+ * Run a statement that finds jobs by id ("@J@" naming the job table) on
+ * each partition in turn until it finds some; *found says where.  Returns
+ * SPI_processed.  Must be called between SPI_connect and SPI_finish.
+ */
+uint64
+ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
+				  int expected, JobTable *found)
+{
+	JobTable	order[3];
+
+	*found = JOBS_ALL;
+	if (!LockJobPartitions(call, order, NULL))
+	{
+		QueueExecute(call, id, values, nulls, expected);
+		return SPI_processed;
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		QueueExecuteOn(call, id, order[i], values, nulls, expected);
+		if (SPI_processed > 0)
+		{
+			*found = order[i];
+			return SPI_processed;
+		}
+	}
+	return 0;
+}
+
 /* What one rotation did, as queue_rotate returns it. */
 typedef struct RingRotation
 {
@@ -147,6 +291,24 @@ OtherRotationRunning(void)
 }
 
 /*
+ * Whether a pg_dump is connected to this database.  pg_dump takes its
+ * snapshot before its locks: a rotation committed in between would move
+ * jobs its snapshot cannot see out of a partition it then reads empty
+ * (TRUNCATE is not MVCC-safe), and the dump would lose them.
+ */
+static bool
+DumpRunning(void)
+{
+	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_stat_activity"
+					" WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
+					"   AND application_name OPERATOR(pg_catalog.=) 'pg_dump'"
+					"   AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "jobqueue: could not look for a running pg_dump");
+	return SPI_processed > 0;
+}
+
+/*
  * The partition's ACCESS EXCLUSIVE lock, waiting at most the ring's lock
  * timeout; false if it was not granted in time.  Any other error is raised.
  */
@@ -174,11 +336,15 @@ LockPartitionBriefly(Oid relid)
 
 		MemoryContextSwitchTo(context);
 		error = CopyErrorData();
-		if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			PG_RE_THROW();
 		FlushErrorState();
 		AtEOXact_GUC(false, nest_level);
 		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		/* another error (a cancel, statement_timeout): raised outside the subtransaction */
+		if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(error);
+		FreeErrorData(error);
 		granted = false;
 	}
 	PG_END_TRY();
@@ -189,19 +355,20 @@ LockPartitionBriefly(Oid relid)
 
 /*
  * Move every job of ring partition "ring" forward (to "to", or to long when
- * its moment is more than a period after the call's now) and truncate it.
+ * it is not held and due more than a period after the call's now: a held
+ * job is usually done within moments, whatever its lease) and truncate it.
  * The lock is held; the moved claimable jobs are noted for claim positions.
  */
 static int64
 MoveAndTruncate(const JqCall *call, int ring, int to)
 {
-	Datum		args[3];
+	Datum		args[2];
 	uint64		moved;
 
-	args[0] = Int16GetDatum((int16) ring);
-	args[1] = Int16GetDatum((int16) to);
-	args[2] = TimestampTzGetDatum(call->now + (int64) ring_period_seconds * USECS_PER_SEC);
-	QueueExecute(call, PLAN_RING_MOVE, args, NULL, SPI_OK_INSERT_RETURNING);
+	args[0] = Int16GetDatum((int16) to);
+	args[1] = TimestampTzGetDatum(call->now + (int64) ring_period_seconds * USECS_PER_SEC);
+	QueueExecuteOn(call, PLAN_RING_MOVE, RingJobTable(ring), args, NULL,
+				   SPI_OK_INSERT_RETURNING);
 	moved = SPI_processed;
 	for (uint64 row = 0; row < moved; row++)
 	{
@@ -232,14 +399,13 @@ RotateRing(const JqCall *call, int ring)
 	TimestampTz wall = GetCurrentTimestamp();
 	int			current = RingAt(wall);
 	Oid			relid;
-	Datum		arg;
 
 	if (ring < 0)
 	{
-		int64		into_period = (wall / USECS_PER_SEC) % ring_period_seconds;
+		int64		period = (int64) ring_period_seconds * USECS_PER_SEC;
 
 		result.ring = (current + 1) % JQ_RING_PARTITIONS;
-		if (into_period * 2 < ring_period_seconds)
+		if ((wall % period) * 2 < period)
 		{
 			result.outcome = "not due";
 			return result;
@@ -253,12 +419,12 @@ RotateRing(const JqCall *call, int ring)
 	relid = RingPartition(call, result.ring);
 	if (!PartitionHasPages(relid))
 		result.outcome = "empty";
-	else if (OtherRotationRunning())
+	else if (OtherRotationRunning() || DumpRunning())
 		result.outcome = "busy";
 	else
 	{
-		arg = Int16GetDatum((int16) result.ring);
-		QueueExecute(call, PLAN_RING_LIVE_JOBS, &arg, NULL, SPI_OK_SELECT);
+		QueueExecuteOn(call, PLAN_RING_LIVE_JOBS, RingJobTable(result.ring), NULL, NULL,
+					   SPI_OK_SELECT);
 		if (SpiInt8(0, 1) > JQ_RING_MOVE_MAX)
 			result.outcome = "too many";
 		else if (!LockPartitionBriefly(relid))
@@ -277,11 +443,17 @@ RotateRing(const JqCall *call, int ring)
 	return result;
 }
 
-/* From queue_tick (1.3): rotate if it is time.  Between SPI_connect and SPI_finish. */
+/*
+ * From queue_tick (1.3): rotate if it is time.  Not in a transaction block
+ * (BEGIN ... COMMIT): the rotation's lock would be held, and every claim
+ * kept waiting, until that transaction ends.  Between SPI_connect and
+ * SPI_finish.
+ */
 void
 RotateRingIfDue(const JqCall *call)
 {
-	(void) RotateRing(call, -1);
+	if (!IsTransactionBlock())
+		(void) RotateRing(call, -1);
 }
 
 /*

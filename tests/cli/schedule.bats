@@ -70,9 +70,9 @@ setup_file() {
     PYTHON=$(python3 -c 'import sys; print(sys.executable)')
     export PYTHON
     psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS jobqueue'
-    # the schedule commands need 1.2
-    [ "$(psql -X -At -c "select extversion from pg_extension where extname = 'jobqueue'")" = 1.2 ] || {
-        echo "the database's jobqueue extension is not at version 1.2" >&2
+    # the schedule commands need 1.2 or later
+    [ "$(psql -X -At -c "select string_to_array(extversion, '.')::int[] >= '{1,2}' from pg_extension where extname = 'jobqueue'")" = t ] || {
+        echo "the database's jobqueue extension is older than 1.2" >&2
         return 1
     }
     # leftovers of an interrupted earlier run

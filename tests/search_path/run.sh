@@ -29,7 +29,9 @@
 # the calls wrote, the evil tables are unchanged and evil.calls is empty.
 # Also checked once: every function of the extension has
 # search_path=pg_catalog, pg_temp in proconfig, and all but queue_grant /
-# queue_revoke are SECURITY DEFINER.
+# queue_revoke are SECURITY DEFINER (but for queue_current_ring, the
+# default of queue_jobs.ring, which runs no SQL; 1.3).  From 1.3 a rotation
+# of the storage ring runs under the hostile search_path too.
 #
 # Usage: needs a running cluster (PGHOST/PGPORT/PGUSER=postgres, as
 # scripts/test.sh exports) and `make install` done.  Creates database
@@ -198,6 +200,7 @@ check "the trap works: evil operators and functions are taken and log when calle
 check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke are SECURITY DEFINER" "$(q -d "$DB" -c "
     SELECT bool_and(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp']
                     AND (p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke')))
+               FILTER (WHERE p.proname <> 'queue_current_ring')
            AND count(*) >= 20
     FROM pg_proc p
     JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
@@ -205,6 +208,8 @@ check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke 
 
 # 1.2 and later: the schedule functions are called and checked too
 SCHED=$(q -d "$DB" -c "SELECT (to_regclass('public.queue_schedules') IS NOT NULL)::int")
+# 1.3 and later: a rotation of the storage ring too
+RING=$(q -d "$DB" -c "SELECT (to_regclass('public.queue_jobs_ring0') IS NOT NULL)::int")
 
 # One pass: every call under the given search_path, then the checks.
 run_pass() { # run_pass N SEARCH_PATH RAISE(on|off) TEMP_TABLES(0|1)
@@ -212,7 +217,7 @@ run_pass() { # run_pass N SEARCH_PATH RAISE(on|off) TEMP_TABLES(0|1)
     q -d "$DB" -c "TRUNCATE public.queue_jobs, public.queue_failed_jobs, public.queue_settings; DELETE FROM evil.calls" \
         || { check "pass $n: reset" f; return; }
     out=$(psql -X -q -At -v ON_ERROR_STOP=0 -d "$DB" -v sfx="_$n" -v role="$ROLE" -v raise="$raise" \
-          -v temp="$temp" -v selftest="$SELFTEST" -v path="$path" -v sched="$SCHED" -f - 2>&1 <<'SQL'
+          -v temp="$temp" -v selftest="$SELFTEST" -v path="$path" -v sched="$SCHED" -v ring="$RING" -f - 2>&1 <<'SQL'
 \set p1 NULL
 \set p2 NULL
 \set p2b NULL
@@ -285,6 +290,10 @@ SELECT string_agg(concat_ws(':', schedule, job_id), ',') AS ticked FROM queue_ti
 RESET jobqueue.clock_offset;
 SELECT queue_schedule_remove(:'sname') AS sremoved \gset
 \endif
+\if :ring
+SELECT pg_catalog.count(*) AS jobs_before_rotation FROM public.queue_jobs \gset
+SELECT outcome AS rotated, moved AS rot_moved FROM queue_rotate(queue_current_ring()) \gset
+\endif
 \if :selftest
 SELECT 'a'::text = 'a'::text;
 \endif
@@ -321,6 +330,11 @@ SELECT 'settings written to the extension''s table|' ||
         AND NOT EXISTS (SELECT 1 FROM public.queue_settings WHERE queue = 'evil_only'));
 SELECT 'clear removed the queue''s jobs from the extension''s table|' ||
        (:cleared = 1 AND :p5 < 900000 AND NOT EXISTS (SELECT 1 FROM public.queue_jobs WHERE queue = :'qm'));
+\if :ring
+SELECT 'rotation: the ring partition of the new jobs emptied into the extension''s own partitions|' ||
+       (:'rotated' = 'truncated' AND :rot_moved > 0
+        AND (SELECT count(*) FROM public.queue_jobs) = :jobs_before_rotation);
+\endif
 \if :sched
 SELECT 'schedules: set, list, cron_next, tick and remove use the extension''s table|' ||
        (:'slist' = format('sp-sched%s:*/5 * * * *:%s', :'sfx', :'qp') AND :'slist' NOT LIKE '%EVIL%'
@@ -342,7 +356,7 @@ SQL
         names=$((names + 1))
         check "pass $n ($path$([[ $temp == 1 ]] && echo ", temp tables"), raise $raise): $name" "$value"
     done <<< "$(grep '|' <<< "$out")"
-    local expect=$((18 + 2 * SCHED))
+    local expect=$((18 + 2 * SCHED + RING))
     check "pass $n: all $expect checks ran, no call failed" \
         "$([[ $names == "$expect" ]] && ! grep -q 'ERROR' <<< "$out" && echo t || echo f)" \
         "$(grep -m5 -E 'ERROR|evil' <<< "$out")"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tests/ring/run.sh - the storage ring (1.3) under a held snapshot, under a
+# held lock, and through kill -9 of the server.
+#
+# Starts a throwaway cluster of its own (jobqueue preloaded), since the
+# crash tests kill its postmaster, and runs against it:
+#   tests/ring/held.py    (a) a REPEATABLE READ transaction that read another
+#                         table: rotations truncate, the ring stays small;
+#                         (b) a transaction that read queue_jobs: rotations
+#                         are 'busy', no call waits more than the lock timeout
+#                         plus a margin
+#   tests/ring/crash.py   (c) kill -9 during an open rotation and right after
+#                         a committed one under load: nothing lost, nothing
+#                         twice, held jobs complete with their tokens
+#   tests/ring/due.py     rotations by time (queue_rotate(NULL), queue_tick):
+#                         the partition pushes left, from half a period on
+# Each part is bounded (timeout); the cluster is always stopped.  Knobs are
+# those of the two programs (JQ_RING_SELFTEST=norotate|lock, ...).
+# Last line: "N passed, N failed" (checks of the three programs).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# scripts/test.sh runs this with its own cluster exported: leave it alone.
+unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
+source scripts/cluster.sh
+# cluster.sh turns on errexit; this script counts failures instead.
+set +e
+trap jq_cluster_stop EXIT
+
+JQ_PGPORT=${JQ_RING_PGPORT:-55490} JQ_PRELOAD=jobqueue jq_cluster_start || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0
+failed=0
+run_part() { # run_part SECONDS program: adds the program's "N passed, N failed"
+    local out rc p f
+    out=$(timeout "$1" /usr/bin/python3 "$2" 2>&1)
+    rc=$?
+    echo "$out"
+    if [[ $(tail -n 1 <<< "$out") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    else
+        p=0 f=1
+        echo "FAIL $2 did not finish (exit $rc)"
+    fi
+    (( rc != 0 && f == 0 )) && f=1
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+run_part 150 tests/ring/held.py
+run_part 200 tests/ring/crash.py
+run_part 60 tests/ring/due.py
+
+jq_cluster_stop
+echo "$passed passed, $failed failed"
+(( failed == 0 ))

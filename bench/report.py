@@ -15,6 +15,8 @@ import statistics
 import sys
 from collections import defaultdict
 
+import queue_watch
+
 
 # ---------------------------------------------------------------- explain
 def explain_summary(path):
@@ -305,9 +307,12 @@ def held_rows(f, w):
                 k = f"held.{holder}.{claims}.{positions}"
                 parts.append(f"{holder_label} {count_text(f.med(k + '.dead_tup'))} / "
                              f"{count_text(f.med(k + '.not_removable'))} / "
-                             f"{fmt(f.med(k + '.claim_idx_bytes'), 'bytes')}")
+                             f"{fmt(f.med(k + '.claim_idx_bytes'), 'bytes')} / "
+                             f"{fmt(f.med(k + '.total_bytes'), 'bytes')} / "
+                             f"{count_text(sum(f.values(k + '.truncations')) if f.values(k + '.truncations') else None)}")
             w(f"| | after the {claims_label} drain, positions {positions}: n_dead_tup / dead rows a VACUUM "
-              f"could not remove / claim index | | | {'; '.join(parts)} |")
+              f"could not remove / claim index / table+indexes (medians) / partitions emptied by rotations "
+              f"during the drains (all runs) | | | {'; '.join(parts)} |")
 
 
 # ---------------------------------------------------------------- soak
@@ -326,28 +331,126 @@ def soak_goals():
     return goals
 
 
+def soak_held_label(f):
+    return {"queue_jobs": "read queue_jobs", "other": "read another table"}.get(f.text("meta.soak_held"),
+                                                                              "read another table")
+
+
+def every(rows, secs):
+    """From a watcher's rows (one a second), the first row at or after each
+    multiple of secs since the first row."""
+    if not rows:
+        return []
+    t0, picked, due = rows[0]["epoch"], [], 0
+    for r in rows:
+        if r["epoch"] - t0 >= due - 0.5:
+            picked.append((due, r))
+            due += secs
+    return picked
+
+
 def soak_rows(f, w, outdir):
     window = int(f.med("meta.soak_window") or 60)
+    step = int(f.med("meta.soak_report_secs") or 30)
     for positions, label in SOAK_RUNS:
         k = f"soak.{positions}"
         if not f.values(f"{k}.pushed"):
             continue
         held = f.med(f"{k}.holder_held")
-        load_rows(f, w, "soak", k, f"snapshot held, {label}", os.path.join(outdir, f"soak-{positions}.csv"),
-                  window, 60)
+        load_rows(f, w, "soak", k, f"snapshot held ({soak_held_label(f)}), {label}",
+                  os.path.join(outdir, f"soak-{positions}.csv"), window, 60)
         w(f"| | the snapshot still held at the end | | {'yes' if held == 1 else '**no**'} | |")
-        sizes = read_series(os.path.join(outdir, f"soak-{positions}-size.csv"))
-        if sizes:
-            first, last = sizes[0], sizes[-1]
-            peak = max(r["total_bytes"] or 0 for r in sizes)
-            at = f"at {count_text(first['second'])} s / at {count_text(last['second'])} s"
-            w(f"| | queue_jobs n_dead_tup, {at} | | "
-              f"{count_text(first['n_dead_tup'])} / {count_text(last['n_dead_tup'])} | "
-              f"{len(sizes)} samples in soak-{positions}-size.csv |")
-            w(f"| | queue_jobs table+indexes, {at} | | "
-              f"{fmt(first['total_bytes'], 'bytes')} / {fmt(last['total_bytes'], 'bytes')} | "
-              f"peak {fmt(peak, 'bytes')}; claim index at the end "
-              f"{fmt(last['claim_idx_bytes'], 'bytes')}; autovacuums {count_text(last['autovacuums'])} |")
+        rows = queue_watch.read_watch(os.path.join(outdir, f"soak-{positions}-watch.csv"))
+        if not rows:
+            continue
+        picked = every(rows, step)
+        at = ", ".join(f"{t}" for t, _ in picked)
+        w(f"| | queue_jobs n_dead_tup (all partitions) at {at} s | | "
+          f"{', '.join(count_text(r['n_dead_tup']) for _, r in picked)} | "
+          f"{len(rows)} samples in soak-{positions}-watch.csv |")
+        scans = [(r["epoch"] - rows[0]["epoch"], r) for r in rows if r.get("scanned_dead") is not None]
+        if scans:
+            w(f"| | dead row versions in queue_jobs' heap (pgstattuple, all partitions) at "
+              f"{', '.join(f'{t:.0f}' for t, _ in scans)} s | | "
+              f"{', '.join(count_text(r['scanned_dead']) for _, r in scans)} | "
+              f"n_dead_tup is the statistics' count, which autovacuum goes by |")
+            last = scans[-1][1]["scanned_dead_by_leaf"]
+            if last:
+                w(f"| | the same per partition, last scan | | "
+                  f"{'; '.join(f'{leaf} {count_text(num(n))}' for leaf, n in sorted(last.items()))} | |")
+        mib = ", ".join(f"{r['total_bytes'] / 1048576:.1f}" for _, r in picked)
+        w(f"| | queue_jobs table+indexes (MiB, all partitions) at the same moments | | {mib} | "
+          f"peak {fmt(queue_watch.peak(rows, 'total_bytes'), 'bytes')}; claim index at the end "
+          f"{fmt(rows[-1]['claim_idx_bytes'], 'bytes')}; autovacuums {count_text(rows[-1]['autovacuums'])} |")
+        ticked, vacuuming = f.med(f"{k}.ticked"), f.med(f"{k}.vacuuming")
+        w(f"| | partitions emptied by rotations | | {count_text(f.med(k + '.truncations'))} | "
+          f"the ticker connected in {'n/a' if ticked is None else f'{ticked:.0%}'} of the samples"
+          f"{'' if vacuuming is None else f', a VACUUM on a partition in {vacuuming:.0%}'} |")
+
+
+# ---------------------------------------------------------------- churn
+def churn_rounds(f):
+    return int(f.med("meta.churn_rounds") or 2)
+
+
+# run.sh's churn runs: the default ring period, then (1.3 on) a short one for reference
+CHURN_RUNS = (("churn", ""), ("churn_short", "ring period {period}, reference"))
+
+
+def churn_label(f, prefix, label):
+    return label.format(period=f.text(f"{prefix}.ring_period", "?"))
+
+
+def churn_goals(f):
+    last = churn_rounds(f)
+    goals = []
+    for prefix, label in CHURN_RUNS:
+        if prefix != "churn" and not f.values(f"{prefix}.round1.total_bytes"):
+            continue
+        op = "<=" if prefix == "churn" else "ref"
+        tail = f" ({churn_label(f, prefix, label)})" if label else ""
+
+        # the size one second after the round (the issue's figure), and the
+        # round's peak (sampled every second): a TRUNCATE may just have
+        # emptied a partition at the end of a round, not at its peak
+        for what, field in (("size after", "total_bytes"), ("peak size during", "peak_bytes")):
+            goals.append((f"churn: {what} round 2 vs round 1{tail}", f"{prefix}.round2.{field}",
+                          f"{prefix}.round1.{field}", op, 1.1))
+            if last > 2:
+                goals.append((f"churn: {what} round {last} vs round 1{tail}", f"{prefix}.round{last}.{field}",
+                              f"{prefix}.round1.{field}", op, 1.2))
+        # the largest footprint of any later round: what the table needs
+        peaks = [f.med(f"{prefix}.round{r}.peak_bytes") for r in range(2, last + 1)]
+        if peaks and all(p is not None for p in peaks):
+            f.runs[f"{prefix}.later_peak_bytes"] = [str(max(peaks))]
+            goals.append((f"churn: largest peak of rounds 2–{last} vs round 1's peak{tail}",
+                          f"{prefix}.later_peak_bytes", f"{prefix}.round1.peak_bytes", "ref", 1.2))
+    return goals
+
+
+def churn_rows(f, w):
+    for prefix, label in CHURN_RUNS:
+        if not f.values(f"{prefix}.round1.total_bytes"):
+            continue
+        scen = "5 churn" + (f" ({churn_label(f, prefix, label)})" if label else "")
+        for rnd in range(1, churn_rounds(f) + 1):
+            k = f"{prefix}.round{rnd}"
+            row_ref = f"{prefix}.round1.total_bytes" if rnd > 1 else None
+            figure_row(scen, f"after round {rnd}: queue_jobs table+indexes", "", f"{k}.total_bytes", row_ref,
+                       "round 1" if rnd > 1 else "ref", "bytes", w=w, f=f)
+            peak_ratio = ratio(f.med(f"{k}.peak_bytes"), f.med(f"{prefix}.round1.peak_bytes"))
+            w(f"| | heap {fmt(f.med(f'{k}.heap_bytes'), 'bytes')}, "
+              f"claim index {fmt(f.med(f'{k}.claim_idx_bytes'), 'bytes')}, "
+              f"n_dead_tup {count_text(f.med(f'{k}.dead_tup'))}, "
+              f"autovacuums so far {count_text(f.med(f'{k}.autovacuums'))}, "
+              f"partitions emptied by rotations {count_text(f.med(f'{k}.truncations'))}, "
+              f"round took {fmt(f.med(f'{k}.secs'))} s, jobs left {count_text(f.med(f'{k}.left'))} | | "
+              f"peak {fmt(f.med(f'{k}.peak_bytes'), 'bytes')} | "
+              f"{'' if rnd == 1 or peak_ratio is None else f'{peak_ratio:.2f}× round 1 peak'} |")
+        ticked, vacuuming = f.med(f"{prefix}.ticked"), f.med(f"{prefix}.vacuuming")
+        if ticked is not None:
+            w(f"| | the ticker connected to the database in {ticked:.0%} of the watcher's samples"
+              f"{'' if vacuuming is None else f'; a VACUUM on a partition in {vacuuming:.0%} of them'} | | | |")
 
 
 def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w, f):
@@ -394,6 +497,8 @@ def main(raw, versions=None):
       f"whole run {f.text('meta.total_secs')} s")
     w("- settings: shared_buffers=512MB, max_connections=50, fsync=on, synchronous_commit=off, "
       "wal_buffers=16MB, max_wal_size=4GB, checkpoint_timeout=30min, jit=off, autovacuum default; "
+      f"the background ticker every {f.text('meta.tick_interval', '?')} in the scenario's database; "
+      f"ring period {f.text('meta.ring_period') or 'n/a (no ring before 1.3)'}; "
       "pgbench -n -M prepared, one thread per client")
     if quick:
         w(f"- **--quick**: one run per figure; drain backlogs of {int(num(f.text('meta.backlog')) or 0):,} jobs "
@@ -402,7 +507,8 @@ def main(raw, versions=None):
           f"steady loads of {f.text('meta.steady_secs')} s (not 60)")
     if mode == "soak":
         w(f"- **--soak**: steady loads of {f.text('meta.soak_secs')} s, a REPEATABLE READ transaction open "
-          f"throughout; claim latency of the first and last {f.text('meta.soak_window')} s")
+          f"throughout that has {soak_held_label(f)} (SOAK_HELD={f.text('meta.soak_held', 'other')}); "
+          f"claim latency of the first and last {f.text('meta.soak_window')} s")
     elif f.text("meta.only"):
         w(f"- **only the scenarios {f.text('meta.only')}** (run.sh --only)")
     times = [(k[len("time."):], f.text(k)) for k in f.runs if k.startswith("time.") and k != "time.end"]
@@ -428,9 +534,9 @@ def main(raw, versions=None):
         ("batched drain, 8 workers vs our one-job drain, 8 workers", "drainb.ours.w8", "drain1.ours.w8", ">=", 8),
         ("batched drain, 8 workers vs PgQ consumer", "drainb.ours.w8", "drainb.pgq.c1", ">=", 0.3),
         ("depth: claim+complete at deep backlog vs shallow (time)", "depth.deep", "depth.shallow", "<=", 1.2),
-        ("churn: size after round 2 vs round 1", "churn.round2.total_bytes", "churn.round1.total_bytes", "<=", 1.1),
         ("push, 8 clients, wake-ups on vs wake-ups off", "push.notify.c8", "push.quiet.c8", ">=", 0.8),
     ]
+    goals += churn_goals(f)
     goals += held_goals()
     goals += steady_goals()
     goals += cold_plan_goals()
@@ -440,8 +546,9 @@ def main(raw, versions=None):
     w("")
     w("| goal | measured | reference | ratio | target | |")
     w("|---|---:|---:|---:|---:|---|")
-    units = {"depth.deep": "ms", "depth.shallow": "ms",
-             "churn.round2.total_bytes": "bytes", "churn.round1.total_bytes": "bytes"}
+    units = {"depth.deep": "ms", "depth.shallow": "ms"}
+    units.update({k: "bytes" for _, a, b, _, _ in goals for k in (a, b)
+                  if isinstance(k, str) and k.endswith("_bytes")})
     units.update({k: "ms" for _, a, b, _, _ in goals for k in (a, b)
                   if isinstance(k, str) and (k.endswith("_ms") or k.startswith("cold."))})
     for label, a, b, op, target in goals:
@@ -521,14 +628,7 @@ def main(raw, versions=None):
     deep_rows = f.med("depth.deep_rows")
     row("4 depth", "claim+complete, 10,000 ready (ms)", 1, "depth.shallow", None, "ref", "ms")
     row("4 depth", f"claim+complete, {fmt(deep_rows)} rows (ms)", 1, "depth.deep", "depth.shallow", "shallow", "ms")
-    for rnd in (1, 2):
-        row("5 churn", f"round {rnd}: queue_jobs total size", "", f"churn.round{rnd}.total_bytes",
-            "churn.round1.total_bytes" if rnd == 2 else None, "round 1" if rnd == 2 else "ref", "bytes")
-        w(f"| | heap {fmt(f.med(f'churn.round{rnd}.heap_bytes'), 'bytes')}, "
-          f"claim index {fmt(f.med(f'churn.round{rnd}.claim_idx_bytes'), 'bytes')}, "
-          f"n_dead_tup {fmt(f.med(f'churn.round{rnd}.dead_tup'))}, "
-          f"autovacuums so far {fmt(f.med(f'churn.round{rnd}.autovacuums'))}, "
-          f"round took {fmt(f.med(f'churn.round{rnd}.secs'))} s, jobs left {fmt(f.med(f'churn.round{rnd}.left'))} | | | |")
+    churn_rows(f, w)
     held_rows(f, w)
     for mode, label in (("notify", "NOTIFY wake-ups"), ("poll", "polling every 100 ms"),
                         ("shmem", "shared-memory wait in queue_reserve")):

@@ -22,7 +22,8 @@
 #             latency cold_plan steady worker (the report's rows of the
 #             others, and the ratios that need them, are n/a).
 #   --soak    instead of the scenarios: a steady load of SOAK_SECS (default
-#             600) while a REPEATABLE READ transaction stays open.
+#             600) while a REPEATABLE READ transaction stays open that has
+#             read SOAK_HELD: other (default: another table) or queue_jobs.
 #   --soak-compare
 #             --soak, then the same again with claim positions off.
 set -euo pipefail
@@ -40,7 +41,7 @@ for arg in "$@"; do
         --only=*) ONLY=${arg#--only=} ;;
         --soak) (( SOAK )) || SOAK=1 ;;
         --soak-compare) SOAK=2 ;;
-        -h|--help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -64,7 +65,7 @@ if [[ $MODE == quick ]]; then
     SECS=1            # pgbench -T of each timed run
     REPS=1            # runs per figure (median of REPS)
     DEEP_READY=200000 # ready jobs of the deep backlog
-    CHURN_JOBS=30000
+    CHURN_JOBS=30000  # jobs per churn round
     BACKLOG=30000     # drain scenarios start from this many jobs
     BATCH_CALLS=200   # claim calls of 100 in a batched drain
     HELD_ONE_CLAIMS=4000 # held snapshot: claims of one job in a one-job drain
@@ -83,6 +84,7 @@ else
     WORKER_JOBS=80000
     COLD_CLAIMS=200
 fi
+CHURN_ROUNDS=10       # churn: rounds back to back (sizes after 1, 2 and 10 compared)
 SHALLOW=10000         # depth: the shallow backlog
 DEEP_DELAYED=100000   # depth: delayed jobs, higher priority than the ready ones
 DEEP_HELD=10000       # depth: held (claimed, 1 h lease) jobs at the head
@@ -100,7 +102,13 @@ if ! [[ $SOAK_SECS =~ ^[0-9]+$ ]] || (( SOAK_SECS < 2 )); then echo "run.sh: SOA
 # claim latency compared between the first and last minute (half the run
 # when it is shorter than two minutes)
 SOAK_WINDOW=$(( SOAK_SECS >= 120 ? 60 : (SOAK_SECS + 1) / 2 ))
-SOAK_SAMPLE_SECS=10   # --soak: table size and dead rows sampled this often
+SOAK_HELD=${SOAK_HELD:-other}   # --soak: what the held transaction has read
+case $SOAK_HELD in
+    other) SOAK_HELD_TABLE=bench_other ;;
+    queue_jobs) SOAK_HELD_TABLE=queue_jobs ;;
+    *) echo "run.sh: SOAK_HELD must be other or queue_jobs" >&2; exit 2 ;;
+esac
+SOAK_REPORT_SECS=30   # --soak: queue_jobs' size and dead rows reported this often
 
 # Server settings: the same for every system measured (see README.md).
 BENCH_PGCONF="shared_buffers = 512MB
@@ -112,6 +120,12 @@ max_wal_size = 4GB
 checkpoint_timeout = 30min
 jit = off
 autovacuum = on"
+# The background ticker (the library is preloaded for every system): it
+# calls queue_tick() every second in the database a scenario runs in
+# (ticker_follow), as on a production server with jobqueue.tick_database
+# set; from extension version 1.3 each tick also rotates the storage ring.
+BENCH_TICKER_CONF="jobqueue.tick_database = 'bench'
+jobqueue.tick_interval = 1s"
 
 STAMP=$(date +%Y%m%d-%H%M%S)
 OUT=$BENCH/results/$STAMP-$MODE
@@ -164,11 +178,12 @@ WORKER_DRAIN_BIN=$BENCH/build/jq_worker_drain
 
 # ------------------------------------------------------------- cluster
 HOLDER_PID=    # the psql holding a snapshot open (held snapshot, soak)
-SAMPLER_PID=   # the soak's size sampler
+WATCH_PID=     # the queue watcher's psql (churn, held snapshot, soak)
+WATCH_STOP=    #   the file that ends its loop
 cleanup() {
     local rc=$?
     if [[ -n $HOLDER_PID ]]; then kill "$HOLDER_PID" 2>/dev/null || true; fi
-    if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null || true; fi
+    if [[ -n $WATCH_PID ]]; then touch "$WATCH_STOP"; kill "$WATCH_PID" 2>/dev/null || true; fi
     jq_cluster_stop
     exit $rc
 }
@@ -177,7 +192,8 @@ source "$ROOT/scripts/cluster.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 # preloaded for every system alike: queue_reserve's shared-memory wake-ups
-JQ_PGPORT=${JQ_PGPORT:-55551} JQ_PRELOAD=jobqueue JQ_PGCONF=$BENCH_PGCONF jq_cluster_start >"$OUT/cluster.log"
+JQ_PGPORT=${JQ_PGPORT:-55551} JQ_PRELOAD=jobqueue JQ_PGCONF="$BENCH_PGCONF
+$BENCH_TICKER_CONF" jq_cluster_start >"$OUT/cluster.log"
 set -euo pipefail   # cluster.sh sets these too; keep them explicit
 export PGDATABASE=bench
 createdb bench
@@ -197,6 +213,7 @@ rec meta.secs "$SECS"
 rec meta.reps "$REPS"
 rec meta.deep_ready "$DEEP_READY"
 rec meta.churn_jobs "$CHURN_JOBS"
+rec meta.churn_rounds "$CHURN_ROUNDS"
 rec meta.batch_calls "$BATCH_CALLS"
 rec meta.backlog "$BACKLOG"
 rec meta.steady_secs "$STEADY_SECS"
@@ -206,9 +223,14 @@ rec meta.held_one_claims "$HELD_ONE_CLAIMS"
 if (( SOAK )); then
     rec meta.soak_secs "$SOAK_SECS"
     rec meta.soak_window "$SOAK_WINDOW"
+    rec meta.soak_held "$SOAK_HELD"
+    rec meta.soak_report_secs "$SOAK_REPORT_SECS"
 fi
 rec meta.only "$ONLY"
 rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
+# the ring's period (from 1.3; empty before) and the ticker's interval
+rec meta.ring_period "$(q "SELECT current_setting('jobqueue.ring_period', true)")"
+rec meta.tick_interval "$(q "SELECT current_setting('jobqueue.tick_interval')")"
 rec meta.load_start "$(cut -d' ' -f1 /proc/loadavg)"
 rec meta.nproc "$(nproc)"
 
@@ -245,6 +267,75 @@ settle() {
 }
 
 count() { q "SELECT count(*) FROM $1"; }
+
+# figure COLUMN: one of queue_jobs' figures now, summed over its partitions
+# (bench_table_figures in sql/setup.sql: total_bytes, heap_bytes,
+# index_bytes (the claim index), n_dead_tup, n_live_tup, autovacuums, ...)
+figure() { q "SELECT $1 FROM bench_table_figures('queue_jobs', 'queue_jobs_claim_idx')"; }
+
+# not_removable VACUUM_VERBOSE_OUTPUT: the dead rows VACUUM could not remove,
+# summed over the partitions (and TOAST tables) it reports on
+not_removable() {
+    awk '{ for (i = 2; i <= NF; i++) if ($i == "are" && $(i + 1) == "dead" && $(i - 1) ~ /^[0-9]+$/) { n += $(i - 1); seen = 1 } }
+         END { if (seen) print n }' "$1"
+}
+
+# ticker_follow DB: the background ticker ticks DB from now on.  It reads
+# jobqueue.tick_database when it starts: so the setting is changed (ALTER
+# SYSTEM, reload), the ticker connected elsewhere ends, and the postmaster
+# starts it again (after the extension's restart time of 10 s) in DB.
+# Waits until it is connected there (at most 30 s).
+ticker_connected() {
+    [[ $(q "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'jobqueue ticker' AND datname = '$1'") == 1 ]]
+}
+ticker_follow() {
+    local db=$1 _
+    if ticker_connected "$db"; then return 0; fi
+    qq -c "ALTER SYSTEM SET jobqueue.tick_database = '$db'" -c "SELECT pg_reload_conf()"
+    qq -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE backend_type = 'jobqueue ticker' AND datname IS DISTINCT FROM '$db'"
+    for _ in $(seq 1 300); do
+        if ticker_connected "$db"; then return 0; fi
+        sleep 0.1
+    done
+    echo "run.sh: the background ticker did not connect to $db" >&2
+    return 1
+}
+
+# watch_start CSV [SCAN_EVERY]: from now until watch_stop, a row a second
+# (sql/setup.sql's bench_queue_sample(): the time, queue_jobs' sizes, dead
+# and live rows summed over its partitions, each partition's relfilenode,
+# whether the ticker is connected; every SCAN_EVERY-th row, from the first,
+# also the dead rows pgstattuple finds, in all and per partition; how many
+# partitions a VACUUM is processing) appended to CSV by one psql session
+# in PGDATABASE, in autocommit: it holds no snapshot, and a lock only for
+# the moment of a size (or a scan).  The bench truncates nothing while a
+# watcher runs, so a partition's new relfilenode is a rotation's TRUNCATE
+# (queue_watch.py counts them).
+WATCH_FIELDS=epoch,total_bytes,heap_bytes,claim_idx_bytes,n_dead_tup,n_live_tup,autovacuums,filenodes,ticker,scanned_dead,vacuuming,scanned_dead_by_leaf
+watch_start() {
+    local every=${2:-0}
+    WATCH_STOP=$1.stop
+    rm -f "$WATCH_STOP"
+    echo "$WATCH_FIELDS" > "$1"
+    { local i=0
+      while [[ ! -e $WATCH_STOP ]]; do
+          echo "SELECT bench_queue_sample($(( every > 0 && i % every == 0 ))::boolean);"
+          i=$(( i + 1 ))
+          sleep 1
+      done; } | psql -X -At -q >> "$1" 2>"$1.err" &
+    WATCH_PID=$!
+}
+watch_stop() {
+    touch "$WATCH_STOP"
+    wait "$WATCH_PID" 2>/dev/null || true
+    rm -f "$WATCH_STOP"
+    WATCH_PID=
+}
+# watch truncations CSV [FROM TO] | peak CSV FIELD [FROM TO] | ticked CSV
+# [FROM TO] | vacuuming CSV [FROM TO]: queue_watch.py's figures of a
+# watcher's CSV
+watch() { python3 "$BENCH/queue_watch.py" "$@"; }
 
 # rec_kv PREFIX LINE: each key=value of a C++ program's summary line as its
 # own raw.tsv record PREFIX.key
@@ -365,6 +456,11 @@ steady_load() {
         cat "$OUT/$tag.err" >&2
     fi
 }
+
+# The ticker was started with the cluster, before the database existed: it
+# connects within its restart time.
+ticker_follow bench
+mkdir -p "$OUT/watch"
 
 # Warm-up: WAL segments created, catalogs cached, before anything is timed.
 log "warm-up"
@@ -515,26 +611,61 @@ if want depth; then
 fi
 
 # ============================================================= 5. churn
-# Push CHURN_JOBS (batches of 100, 2 clients), then drain them all (claims
-# of 100, 2 workers); twice, autovacuum as configured (default).  Size of
-# queue_jobs with its indexes after each round.
+# CHURN_ROUNDS rounds back to back from an empty table, autovacuum as
+# configured (default), the ticker rotating the ring every second (1.3):
+# push CHURN_JOBS (batches of 100, 2 clients), then drain them all (claims
+# of 100, 2 workers).  After each round (one second later: statistics
+# flushed, a tick past) queue_jobs' size with its indexes, summed over its
+# partitions; a watcher samples it every second throughout (peak of each
+# round, partitions a rotation emptied).  From 1.3, again for reference
+# with jobqueue.ring_period = CHURN_SHORT_PERIOD (server-wide: the ticker
+# and the sessions alike), to show what a shorter period bounds.
+CHURN_SHORT_PERIOD=2
 if want churn; then
     mark churn
-    log "5. churn: $CHURN_JOBS jobs pushed and drained, twice"
-    qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
-    for round in 1 2; do
-        t0=$(date +%s.%N)
-        pgb "churn.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
-        pgb "churn.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
-        rec "churn.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
-        rec "churn.round$round.left" "$(count queue_jobs)"
-        sleep 1   # let the backends' statistics reach pg_stat_user_tables
-        rec "churn.round$round.total_bytes" "$(q "SELECT pg_total_relation_size('queue_jobs')")"
-        rec "churn.round$round.heap_bytes" "$(q "SELECT pg_relation_size('queue_jobs')")"
-        rec "churn.round$round.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
-        rec "churn.round$round.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-        rec "churn.round$round.autovacuums" "$(q "SELECT autovacuum_count FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-    done
+    churn_run() {   # PREFIX: CHURN_ROUNDS rounds, figures as PREFIX.roundN.*
+        local prefix=$1 csv=$OUT/watch/$1.csv round t0 from to total heap idx dead autovacuums
+        local -a ends
+        qq -c "TRUNCATE queue_jobs" -c "CHECKPOINT"
+        watch_start "$csv"
+        sleep 1   # the watcher's first row: the empty table
+        ends=("$(date +%s.%N)")
+        for round in $(seq 1 "$CHURN_ROUNDS"); do
+            t0=$(date +%s.%N)
+            pgb "$prefix.push.round$round" 2 -t $(( CHURN_JOBS / 200 )) -f "$BENCH/scripts/push_many.sql" -D "jobs=$JOBS100"
+            pgb "$prefix.drain.round$round" 2 -t $(( CHURN_JOBS / 200 + 20 )) -f "$BENCH/scripts/drain_batch.sql"
+            rec "$prefix.round$round.secs" "$(calc "$(date +%s.%N) - $t0")"
+            rec "$prefix.round$round.left" "$(count queue_jobs)"
+            sleep 1   # let the backends' statistics reach pg_stat_user_tables
+            IFS='|' read -r total heap idx dead autovacuums <<<"$(figure "total_bytes, heap_bytes, index_bytes, n_dead_tup, autovacuums")"
+            rec "$prefix.round$round.total_bytes" "$total"
+            rec "$prefix.round$round.heap_bytes" "$heap"
+            rec "$prefix.round$round.claim_idx_bytes" "$idx"
+            rec "$prefix.round$round.dead_tup" "$dead"
+            rec "$prefix.round$round.autovacuums" "$autovacuums"
+            ends+=("$(date +%s.%N)")
+        done
+        watch_stop
+        for round in $(seq 1 "$CHURN_ROUNDS"); do
+            from=${ends[round - 1]} to=${ends[round]}
+            rec "$prefix.round$round.truncations" "$(watch truncations "$csv" "$from" "$to")"
+            rec "$prefix.round$round.peak_bytes" "$(watch peak "$csv" total_bytes "$from" "$to")"
+        done
+        rec "$prefix.ticked" "$(watch ticked "$csv")"
+        rec "$prefix.vacuuming" "$(watch vacuuming "$csv")"
+    }
+    log "5. churn: $CHURN_JOBS jobs pushed and drained, $CHURN_ROUNDS rounds back to back"
+    churn_run churn
+    if [[ -n $(q "SELECT current_setting('jobqueue.ring_period', true)") ]]; then
+        log "5. churn again with jobqueue.ring_period = $CHURN_SHORT_PERIOD s (reference)"
+        qq -c "ALTER SYSTEM SET jobqueue.ring_period = $CHURN_SHORT_PERIOD" -c "SELECT pg_reload_conf()"
+        sleep 2   # the ticker reloads its settings at its next tick
+        rec churn_short.ring_period "$(q "SHOW jobqueue.ring_period")"
+        churn_run churn_short
+        qq -c "ALTER SYSTEM RESET jobqueue.ring_period" -c "SELECT pg_reload_conf()"
+        sleep 2
+    fi
+    qq -c "TRUNCATE queue_jobs"
 fi
 
 # ============================================================= 6. held snapshot
@@ -558,6 +689,7 @@ if want held; then
             other) holder_start bench_other ;;
         esac
         before=$(count queue_jobs)
+        watch_start "$OUT/watch/$key.r$rep.csv"
         if [[ $claims == one ]]; then
             PGOPTIONS=$options pgb "$key.r$rep" 8 -t $(( HELD_ONE_CLAIMS / 8 )) -f "$BENCH/scripts/drain_one.sql"
         else
@@ -569,12 +701,14 @@ if want held; then
             PGOPTIONS=$options explain_claim "held-$holder-$claims-$positions" "$([[ $claims == one ]] && echo 1 || echo 100)"
         fi
         sleep 1
-        rec "$key.dead_tup" "$(q "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'queue_jobs'")"
-        rec "$key.claim_idx_bytes" "$(q "SELECT pg_relation_size('queue_jobs_claim_idx')")"
+        watch_stop
+        rec "$key.truncations" "$(watch truncations "$OUT/watch/$key.r$rep.csv")"
+        rec "$key.dead_tup" "$(figure n_dead_tup)"
+        rec "$key.claim_idx_bytes" "$(figure index_bytes)"
+        rec "$key.total_bytes" "$(figure total_bytes)"
         # with the snapshot still held: what a VACUUM now can not remove
         psql -X -q -c "VACUUM (VERBOSE) queue_jobs" >"$OUT/$key-vacuum.r$rep.txt" 2>&1 || true
-        rec "$key.not_removable" "$(sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' \
-            "$OUT/$key-vacuum.r$rep.txt" | head -1)"
+        rec "$key.not_removable" "$(not_removable "$OUT/$key-vacuum.r$rep.txt")"
         if [[ $holder != clean ]]; then holder_stop; fi
     }
     for rep in $(seq 1 "$REPS"); do
@@ -618,7 +752,8 @@ fi
 # states, each in a fresh database: "empty" = VACUUM ANALYZE of the empty
 # table first (what settle does in the other scenarios), "none" = never
 # vacuumed nor analysed (a new installation).  Autovacuum is off for
-# queue_jobs here so that the table stays in the state measured.
+# queue_jobs (each of its partitions) here so that the table stays in the
+# state measured; the ticker does not tick these databases (no rotation).
 if want cold_plan; then
     mark cold_plan
     log "8. cold plan: claims at a backlog of $COLD_BACKLOG planned on the empty table"
@@ -635,7 +770,10 @@ if want cold_plan; then
     for stats in empty none; do
         db=bench_cold_$stats
         fresh_db "$db"
-        PGDATABASE=$db qq -c "ALTER TABLE queue_jobs SET (autovacuum_enabled = off)"
+        # per partition: a partitioned table has no autovacuum settings of its own
+        PGDATABASE=$db psql -X -q -At -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+SELECT format('ALTER TABLE %s SET (autovacuum_enabled = off)', l) FROM bench_leaves('queue_jobs') AS l \gexec
+SQL
         if [[ $stats == empty ]]; then PGDATABASE=$db qq -c "VACUUM ANALYZE queue_jobs"; fi
         line=$(PGDATABASE=$db psql -X -At -v ON_ERROR_STOP=1 <<SQL
 SELECT count(*) FROM queue_reserve('{bench}', NULL, 'bench', 1) \g /dev/null
@@ -645,7 +783,9 @@ SQL
     )
         rec_claims "cold.$stats.same" "$line"
         rec_claims "cold.$stats.new" "$(time_claims "$db")"
-        rec "cold.$stats.reltuples_before_analyze" "$(PGDATABASE=$db q "SELECT reltuples FROM pg_class WHERE oid = 'queue_jobs'::regclass")"
+        # -1 (never analysed) when no partition has been: else the partitions' sum
+        rec "cold.$stats.reltuples_before_analyze" "$(PGDATABASE=$db q "SELECT CASE WHEN max(reltuples) < 0 THEN -1
+            ELSE sum(greatest(reltuples, 0)) END FROM pg_class WHERE oid IN (SELECT bench_leaves('queue_jobs'))")"
         PGDATABASE=$db qq -c "ANALYZE queue_jobs"
         rec_claims "cold.$stats.analysed" "$(time_claims "$db")"
         dropdb "$db"
@@ -654,7 +794,8 @@ fi
 
 # ============================================================= 9. steady load
 # Work arriving while workers take it, from an empty, never-analysed table
-# (a fresh database for each run; autovacuum as configured): STEADY_PRODUCERS
+# (a fresh database for each run, the ticker moved to it; autovacuum as
+# configured): STEADY_PRODUCERS
 # producers push STEADY_RATE jobs/s in all, one per transaction, for
 # STEADY_SECS, while STEADY_WORKERS workers claim and complete one job at a
 # time (bench/scripts/drain_one.sql's statements).  jobqueue with NOTIFY off
@@ -668,17 +809,19 @@ if want steady; then
         local args=(--push-script "$BENCH/scripts/$push" --consumer "$consumer" --table "$table")
         if [[ -n $drain ]]; then args+=(--drain-script "$BENCH/scripts/$drain"); fi
         fresh_db "$db"
+        ticker_follow "$db"
         if [[ $notify != - ]]; then
             PGDATABASE=$db qq -c "SELECT queue_set_notify('default', $([[ $notify == on ]] && echo true || echo false))"
         fi
         PGDATABASE=$db steady_load "steady-$tag" "$STEADY_SECS" "$STEADY_WINDOW" "${args[@]}"
         rec_kv "steady.$tag" "$STEADY_LINE"
-        dropdb "$db"
+        dropdb --force "$db"   # --force: the ticker is connected to it
     }
     steady_run quiet off sql push.sql drain_one.sql
     steady_run notify on sql push.sql drain_one.sql
     steady_run plain - sql plain_insert.sql plain_drain.sql plain_jobs
     steady_run runtime off runtime push.sql
+    ticker_follow bench
 fi
 
 # ============================================================= 10. worker runtime
@@ -710,55 +853,41 @@ fi
 # ============================================================= soak (--soak)
 # A steady load of SOAK_SECS (STEADY_PRODUCERS producers at STEADY_RATE
 # jobs/s, STEADY_WORKERS one-job workers, as scenario 9 with NOTIFY on, the
-# default) in a fresh database while a REPEATABLE READ transaction that has
-# read bench_other (not queue_jobs) stays open from before the start to
-# after the end; queue_jobs' dead rows and size sampled every
-# SOAK_SAMPLE_SECS.  --soak-compare: the same again with claim positions off.
+# default) in a fresh database, the ticker moved to it (rotating the ring
+# every second from 1.3), while a REPEATABLE READ transaction that has read
+# SOAK_HELD_TABLE (bench_other by default, or queue_jobs) stays open from
+# before the start to after the end; a watcher samples queue_jobs (sizes and
+# dead rows summed over its partitions, rotations) every second.
+# --soak-compare: the same again with claim positions off.
 if want soak; then
     mark soak
-    # soak_sample SECOND: one CSV line of queue_jobs' figures now
-    soak_sample() {
-        q "SELECT concat_ws(',', $1, n_dead_tup, n_live_tup, pg_total_relation_size('queue_jobs'),
-                  pg_relation_size('queue_jobs'), pg_relation_size('queue_jobs_claim_idx'), autovacuum_count)
-             FROM pg_stat_user_tables WHERE relname = 'queue_jobs'"
-    }
-    # soak_sampler CSV: a line every SOAK_SAMPLE_SECS from now on, until killed
-    soak_sampler() {
-        local t0 i=0
-        t0=$(date +%s.%N)
-        while :; do
-            soak_sample $(( i * SOAK_SAMPLE_SECS )) >> "$1" || true
-            i=$(( i + 1 ))
-            sleep "$(calc "max_0($t0 + $i * $SOAK_SAMPLE_SECS - $(date +%s.%N))")"
-        done
-    }
     soak_run() {   # positions(on|off)
         local positions=$1 db=bench_soak_$1 tag=soak-$1 options='' csv
         if [[ $positions == off ]]; then options='-c jobqueue.claim_positions=off'; fi
-        csv=$OUT/$tag-size.csv
+        csv=$OUT/$tag-watch.csv
         fresh_db "$db"
-        PGDATABASE=$db holder_start bench_other
-        echo "second,n_dead_tup,n_live_tup,total_bytes,heap_bytes,claim_idx_bytes,autovacuums" > "$csv"
-        PGDATABASE=$db soak_sampler "$csv" &
-        SAMPLER_PID=$!
+        ticker_follow "$db"
+        PGDATABASE=$db holder_start "$SOAK_HELD_TABLE"
+        PGDATABASE=$db watch_start "$csv" "$SOAK_REPORT_SECS"
+        sleep 1   # the watcher's first row: before the load
         PGDATABASE=$db PGOPTIONS=$options steady_load "$tag" "$SOAK_SECS" "$SOAK_WINDOW" \
             --push-script "$BENCH/scripts/push.sql" --consumer sql --drain-script "$BENCH/scripts/drain_one.sql"
-        kill "$SAMPLER_PID" 2>/dev/null || true
-        wait "$SAMPLER_PID" 2>/dev/null || true
-        SAMPLER_PID=
         sleep 1   # the workers' last statistics reach pg_stat_user_tables
-        PGDATABASE=$db soak_sample "$SOAK_SECS" >> "$csv"
+        watch_stop
         rec_kv "soak.$positions" "$STEADY_LINE"
+        rec "soak.$positions.truncations" "$(watch truncations "$csv")"
+        rec "soak.$positions.ticked" "$(watch ticked "$csv")"
+        rec "soak.$positions.vacuuming" "$(watch vacuuming "$csv")"
         # the snapshot must have been held to the end for the run to count
         rec "soak.$positions.holder_held" "$(q "SELECT count(*) FROM pg_stat_activity
             WHERE application_name = 'bench_holder' AND backend_xmin IS NOT NULL")"
         PGDATABASE=$db holder_stop
-        dropdb --force "$db"
+        dropdb --force "$db"   # --force: the ticker is connected to it
     }
     soak_positions=on
     if (( SOAK == 2 )); then soak_positions="on off"; fi
     for positions in $soak_positions; do
-        log "soak, claim positions $positions: $STEADY_RATE jobs/s from $STEADY_PRODUCERS producers, $STEADY_WORKERS workers, $SOAK_SECS s, a REPEATABLE READ transaction open throughout"
+        log "soak, claim positions $positions: $STEADY_RATE jobs/s from $STEADY_PRODUCERS producers, $STEADY_WORKERS workers, $SOAK_SECS s, a REPEATABLE READ transaction that read $SOAK_HELD_TABLE open throughout"
         soak_run "$positions"
     done
 fi
@@ -766,7 +895,7 @@ fi
 mark end
 rec meta.load_end "$(cut -d' ' -f1 /proc/loadavg)"
 rec meta.total_secs "$(( $(date +%s) - T_START ))"
-printf '%s\n' "$BENCH_PGCONF" > "$OUT/postgresql.conf.bench"
+printf '%s\n' "$BENCH_PGCONF" "$BENCH_TICKER_CONF" > "$OUT/postgresql.conf.bench"
 
 jq_cluster_stop
 trap - EXIT

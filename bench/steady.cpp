@@ -23,7 +23,8 @@
 //       runtime: the client library's Worker (jobqueue::Worker, --workers
 //                handler threads, defaults otherwise) with a no-op handler;
 //   - a monitor, once a second: the table's analyse and vacuum counts
-//     (pg_stat_user_tables), and for the runtime its completed counter.
+//     (pg_stat_user_tables, summed over its partitions: needs the bench's
+//     sql/setup.sql), and for the runtime its completed counter.
 // Every claim that returns a job is timed (the claim statement's round trip)
 // and kept with the second it started in.
 //
@@ -191,10 +192,13 @@ public:
             runtime->on_any([](const jobqueue::Job&, jobqueue::JobContext&) { return jobqueue::Outcome::done(); });
         }
         bench::PgConn monitor_conn;
+        // summed over the table's partitions (bench_leaves: sql/setup.sql),
+        // which autovacuum visits one by one
         monitor_conn.prepare("table_stats",
-                             "SELECT coalesce(analyze_count + autoanalyze_count, 0), "
-                             "coalesce(vacuum_count + autovacuum_count, 0) "
-                             "FROM pg_catalog.pg_stat_user_tables WHERE relname = '" + opt_.table + "'",
+                             "SELECT coalesce(sum(analyze_count + autoanalyze_count), 0), "
+                             "coalesce(sum(vacuum_count + autovacuum_count), 0) "
+                             "FROM pg_catalog.pg_stat_user_tables WHERE relid IN (SELECT bench_leaves('" +
+                                 opt_.table + "'))",
                              0);
 
         start_ = Steady::now();

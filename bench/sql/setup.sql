@@ -52,6 +52,85 @@ INSERT INTO bench_other SELECT i, 'row ' || i FROM generate_series(1, 1000) AS i
 -- ---------------------------------------------------------------- jobqueue
 CREATE EXTENSION jobqueue;
 
+-- ---------------------------------------------------------------- measuring
+-- The relations that hold a table's (or an index's) rows: its leaf
+-- partitions at any depth when it is partitioned (queue_jobs from 1.3: the
+-- ring and the long-lived partition), else the relation itself (queue_jobs
+-- up to 1.2, the references' tables).  Read from pg_inherits, not with
+-- pg_partition_tree(), which returns nothing for a table that is not
+-- partitioned and keeps an ACCESS SHARE lock on every partition until the
+-- end of the transaction: a sampler must not hold a lock a rotation waits for.
+CREATE FUNCTION bench_leaves(rel regclass) RETURNS SETOF regclass
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE tree(relid) AS (
+        SELECT rel::oid
+        UNION ALL
+        SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.relid)
+    SELECT c.oid::regclass FROM tree JOIN pg_catalog.pg_class c ON c.oid = tree.relid
+     WHERE c.relkind NOT IN ('p', 'I')
+$$;
+
+-- A table's figures summed over its leaves: table + indexes + TOAST, heap
+-- only, one index (by name, its leaves too; NULL when there is no such
+-- index), dead and live row versions, vacuums, autovacuums, analyses (any
+-- kind), and each leaf's relfilenode ("name=filenode;...": a TRUNCATE gives
+-- a leaf a new one, so two samples tell whether a rotation emptied it).
+-- The sizes take a leaf's ACCESS SHARE lock for the moment of the call only.
+CREATE FUNCTION bench_table_figures(tbl regclass, idx text DEFAULT NULL,
+    OUT total_bytes bigint, OUT heap_bytes bigint, OUT index_bytes bigint,
+    OUT n_dead_tup bigint, OUT n_live_tup bigint, OUT vacuums bigint,
+    OUT autovacuums bigint, OUT analyzes bigint, OUT filenodes text)
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(sum(pg_catalog.pg_total_relation_size(l)), 0)::bigint,
+           coalesce(sum(pg_catalog.pg_relation_size(l)), 0)::bigint,
+           (SELECT sum(pg_catalog.pg_relation_size(il))::bigint
+              FROM bench_leaves(pg_catalog.to_regclass(idx)) AS il),
+           coalesce(sum(s.n_dead_tup), 0)::bigint,
+           coalesce(sum(s.n_live_tup), 0)::bigint,
+           coalesce(sum(s.vacuum_count + s.autovacuum_count), 0)::bigint,
+           coalesce(sum(s.autovacuum_count), 0)::bigint,
+           coalesce(sum(s.analyze_count + s.autoanalyze_count), 0)::bigint,
+           pg_catalog.string_agg(c.relname || '=' || pg_catalog.pg_relation_filenode(l), ';' ORDER BY c.relname)
+      FROM bench_leaves(tbl) AS l
+      JOIN pg_catalog.pg_class c ON c.oid = l
+      LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = l
+$$;
+
+-- The dead row versions really in a table's heap, summed over its leaves:
+-- pgstattuple reads every page (cheap at a queue's size, but a whole scan:
+-- run.sh's soak takes it every 30 s only).  n_dead_tup is what the
+-- statistics say, which is what autovacuum goes by; it lags what happened
+-- when the session that truncated or deleted has not yet reported.
+CREATE EXTENSION pgstattuple;
+CREATE FUNCTION bench_scanned_dead(tbl regclass, OUT total bigint, OUT by_leaf text)
+LANGUAGE sql AS $$
+    SELECT coalesce(sum(s.dead_tuple_count), 0)::bigint,
+           pg_catalog.string_agg(c.relname || '=' || s.dead_tuple_count, ';' ORDER BY c.relname)
+      FROM bench_leaves(tbl) AS l
+      JOIN pg_catalog.pg_class c ON c.oid = l,
+           LATERAL pgstattuple(l) AS s
+$$;
+
+-- One line of run.sh's queue watcher (a CSV row, once a second): the
+-- time, queue_jobs' figures, whether the background ticker is connected
+-- to this database, (scan true) the dead rows pgstattuple counts, and how
+-- many of its partitions a VACUUM is processing now (its lock keeps a
+-- rotation from emptying that partition).
+CREATE FUNCTION bench_queue_sample(scan boolean DEFAULT false) RETURNS text
+LANGUAGE sql AS $$
+    SELECT concat_ws(',', round(extract(epoch FROM pg_catalog.clock_timestamp()), 3),
+                     f.total_bytes, f.heap_bytes, f.index_bytes, f.n_dead_tup, f.n_live_tup,
+                     f.autovacuums, f.filenodes,
+                     (SELECT count(*) FROM pg_catalog.pg_stat_activity
+                       WHERE backend_type = 'jobqueue ticker' AND datname = pg_catalog.current_database()),
+                     coalesce(d.total::text, ''),
+                     (SELECT count(*) FROM pg_catalog.pg_stat_progress_vacuum
+                       WHERE relid IN (SELECT bench_leaves('queue_jobs'))),
+                     coalesce(d.by_leaf, ''))
+      FROM bench_table_figures('queue_jobs', 'queue_jobs_claim_idx') AS f
+      LEFT JOIN bench_scanned_dead('queue_jobs') AS d ON scan
+$$;
+
 -- ---------------------------------------------------------------- PgQ
 CREATE EXTENSION pgq;
 SELECT pgq.create_queue('bench');

@@ -66,6 +66,13 @@ TickOnce(void)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/*
+	 * A backend reports its table statistics when it goes idle; a
+	 * background worker never does by itself, and a rotation's TRUNCATE
+	 * would then not reset the partition's dead-row count, on which
+	 * autovacuum (whose vacuum makes the next rotation wait) decides.
+	 */
+	pgstat_report_stat(false);
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 

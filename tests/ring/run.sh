@@ -25,6 +25,8 @@ unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
 source scripts/cluster.sh
 # cluster.sh turns on errexit; this script counts failures instead.
 set +e
+# crash.py restarts the server itself: it needs the bin dir cluster.sh defaulted
+export JQ_PGBIN
 trap jq_cluster_stop EXIT
 
 JQ_PGPORT=${JQ_RING_PGPORT:-55490} JQ_PRELOAD=jobqueue jq_cluster_start || { echo "0 passed, 1 failed"; exit 1; }

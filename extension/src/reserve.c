@@ -72,6 +72,7 @@ typedef struct Candidates
 	Datum	   *ids;
 	ClaimPosition *positions;	/* each one's claim position */
 	ClaimSlot  *slots;			/* sorted by id */
+	JobTable	searched;		/* 1.3: the one partition searched, else JOBS_ALL */
 	Oid			partition;		/* 1.3: the partition holding them all, if one does */
 	bool		several;		/* 1.3: they are in several partitions */
 } Candidates;
@@ -262,12 +263,14 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
 
 	found->count = 0;
 	found->partition = InvalidOid;
+	found->searched = JOBS_ALL;
 	found->several = false;
 	found->ids = palloc(sizeof(Datum) * limit);
 	found->positions = palloc(sizeof(ClaimPosition) * limit);
 	found->slots = palloc(sizeof(ClaimSlot) * limit);
 	if (JqCallSince(call, JQ_API_1_3) && !ClaimSearchTable(call, &search))
 		return;					/* every partition is empty */
+	found->searched = search;
 	args[0] = queue;
 	args[1] = TimestampTzGetDatum(call->now);
 	args[2] = Int32GetDatum(limit);
@@ -300,7 +303,8 @@ ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	/* all in one partition (the usual case): the UPDATE starts on that one only */
-	JobTable	table = OidIsValid(found->partition) && !found->several
+	JobTable	table = found->searched != JOBS_ALL ? found->searched
+		: OidIsValid(found->partition) && !found->several
 		? JobTableOfPartition(call, found->partition) : JOBS_ALL;
 
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(found->ids, found->count));

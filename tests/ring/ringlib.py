@@ -254,12 +254,17 @@ class Load:
         self.latencies[kind].append((row[-1].total_seconds(), time.monotonic() - t0))
         return row
 
-    def _produce(self, rng):
+    def _cursor(self, role):
+        """A cursor on a connection of its own, or None (the error recorded)."""
         try:
-            conn = self.db.connect()
-            cur = conn.cursor()
+            return self.db.connect().cursor()
         except psycopg2.Error as e:
-            self.errors.append(f"producer: {e}")
+            self.errors.append(f"{role}: {e}")
+            return None
+
+    def _produce(self, rng):
+        cur = self._cursor("producer")
+        if cur is None:
             return
         while not self._stop.is_set():
             try:
@@ -273,11 +278,8 @@ class Load:
             time.sleep(rng.random() * self.pace)
 
     def _work(self, rng):
-        try:
-            conn = self.db.connect()
-            cur = conn.cursor()
-        except psycopg2.Error as e:
-            self.errors.append(f"worker: {e}")
+        cur = self._cursor("worker")
+        if cur is None:
             return
         job_id = None
         while not self._stop.is_set():

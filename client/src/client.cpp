@@ -64,6 +64,19 @@ bool connection_lost(const char* state) {
     return state == nullptr || std::strncmp(state, "57P", 3) == 0 || std::strncmp(state, "08", 2) == 0;
 }
 
+// Whether the server refused a write because it is a standby: SQLSTATE
+// 25006 (read-only transaction) from a server that reports in_hot_standby
+// (PostgreSQL 14 and later send it, and its change at promotion). A
+// connection that reaches a standby (the primary of before a failover, or
+// a host picked without target_session_attrs=read-write) is of no use for a
+// queue; a read-only transaction of the caller's own gives 25006 too, but on
+// a server that is not a standby, and stays an ordinary error.
+bool refused_by_standby(const char* state, PGconn* conn) {
+    if (state == nullptr || std::strcmp(state, "25006") != 0) return false;
+    const char* standby = PQparameterStatus(conn, "in_hot_standby");
+    return standby != nullptr && std::strcmp(standby, "on") == 0;
+}
+
 // A time column is sent as microseconds since the epoch, exactly.
 std::string micros(const std::string& column) {
     return "(extract(epoch from " + column + ") * 1000000)::int8";
@@ -172,7 +185,16 @@ Client::Result Client::call(const char* statement, const std::string& sql,
         if (sent.executed && writes && autocommit) throw InDoubtError(message, "08007");
         throw ConnectionError(message, state ? state : "08006");
     }
+    if (refused_by_standby(state, conn_)) standby_refused(server_message(r, conn_));
     throw_error("jobqueue: " + server_message(r, conn_), state ? state : "");
+}
+
+// The server is a standby: nothing was written. An owned connection is
+// dropped, so that reconnect() lets libpq pick a host again (the primary,
+// with target_session_attrs=read-write); a borrowed one stays the caller's.
+void Client::standby_refused(const std::string& message) {
+    if (owned_) broken_ = true;
+    throw ConnectionError("jobqueue: the server is a standby: " + message, "25006");
 }
 
 bool Client::transaction_pooled() {
@@ -200,6 +222,7 @@ void Client::execute(const std::string& sql) {
         if (committing) throw InDoubtError(message, "08007");
         throw ConnectionError(message, state ? state : "08006");
     }
+    if (refused_by_standby(state, conn_)) standby_refused(server_message(r.get(), conn_));
     throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
 }
 

@@ -47,7 +47,10 @@ from checks import Checks  # noqa: E402
 
 import psycopg2  # noqa: E402
 
-DB = "fo"
+# The database initdb makes: it exists when the server starts, so the
+# background ticker connects to it at once (to a database created later it
+# would connect only when the ticker is restarted, 10 s after failing).
+DB = "postgres"
 STANDBY_TESTS = os.environ.get("JQ_STANDBY_TESTS") or os.path.join(
     tool.TREE, "build", "client", "tests", "jobqueue_standby_tests")
 QUIET_SECONDS = 3.0   # the standby's first seconds, in which its log must say nothing of jobqueue
@@ -59,7 +62,6 @@ def setup_primary():
         "jobqueue.tick_database": DB,
         "jobqueue.tick_interval": "200ms",
     })
-    primary.query(f"CREATE DATABASE {DB}")
     conn = primary.connect(DB)
     cur = conn.cursor()
     cur.execute("CREATE EXTENSION jobqueue")

@@ -913,7 +913,7 @@ PG_FUNCTION_INFO_V1(jobqueue_hot_path_statements);
 Datum
 jobqueue_hot_path_statements(PG_FUNCTION_ARGS)
 {
-	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3"};
+	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3", "1.4"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			schema;
 	const char *quoted_schema;

@@ -42,7 +42,8 @@ OBJS = \
 	extension/src/waiting.o \
 	extension/src/duehint.o \
 	extension/src/claimpos.o \
-	extension/src/ring.o
+	extension/src/ring.o \
+	extension/src/browse.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH

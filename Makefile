@@ -71,9 +71,11 @@ REGRESS = \
 	waiting \
 	ring \
 	plans \
+	browse \
 	upgrade \
 	upgrade_1_2 \
-	upgrade_1_3
+	upgrade_1_3 \
+	upgrade_1_4
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

@@ -30,13 +30,18 @@
  * counts, loose index scans) that a sequential or bitmap scan would read
  * whole.  A statement marked JQ_INDEX_PLAN_MARK is planned with those two
  * ruled out; sorts stay allowed (a page is sorted by id, the leases by
- * worker).  Only JQ_HOT_PATH_MARK statements are listed as hot
+ * worker).  Nor are they compiled by JIT: the generic plan's costs of
+ * their capped counts (LIMIT $n + 1, n unknown to the planner) run into
+ * millions whatever the table holds, far above jit_above_cost, while they
+ * run in milliseconds; compiling them took 750 ms a call.  Only
+ * JQ_HOT_PATH_MARK statements are listed as hot
  * (jobqueue_hot_path_statements in plans.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
 
+#include "jit/jit.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 
@@ -85,6 +90,8 @@ HotPathPlanner(Query *parse, const char *query_string, int cursor_options,
 		enable_sort = saved_sort;
 	}
 	PG_END_TRY();
+	if (!hot)
+		result->jitFlags = PGJIT_NONE;
 	return result;
 }
 

@@ -323,7 +323,7 @@ PushMany(FunctionCallInfo fcinfo, JqApiVersion version)
 	int			run_start = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgRequire(fcinfo, 0, "jobs");
 	jobs = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_ARRAY(jobs) || JB_ROOT_IS_SCALAR(jobs))
@@ -459,7 +459,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	JobTable   *done_tables;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	if (count == 0)
 		return Int8ArrayResult(NULL, 0);
@@ -527,7 +527,7 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 3);
 	delay = ArgOptionalDelay(fcinfo, 2, "delay");
@@ -563,7 +563,7 @@ jobqueue_fail_many(PG_FUNCTION_ARGS)
 	int64	   *done;
 	int			done_count = 0;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 2);
 	done = palloc(sizeof(int64) * Max(count, 1));

@@ -87,7 +87,7 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	Datum		args[2];
 	bool		deleted;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
@@ -166,7 +166,7 @@ Release(FunctionCallInfo fcinfo, JqApiVersion version)
 	text	   *due_queue;
 	bool		released;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgIdAndToken(fcinfo, &id, &token);
 	delay = ArgOptionalDelay(fcinfo, 2, "delay");
 	error = ArgErrorText(fcinfo, 3);
@@ -204,7 +204,7 @@ jobqueue_fail(PG_FUNCTION_ARGS)
 	text	   *error;
 	bool		failed;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	error = ArgErrorText(fcinfo, 2);
 
@@ -226,7 +226,7 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	Datum		args[3];
 	bool		extended;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	lease = ArgInterval(fcinfo, 2, "lease");
 	CheckLeaseInterval(lease, "lease");

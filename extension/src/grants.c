@@ -173,7 +173,7 @@ GrantOrRevoke(FunctionCallInfo fcinfo, bool grant)
 	char	   *role;
 	QueueTier	tier;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	RequireOwner();
 	role = ArgRole(fcinfo, 0);
 	tier = ArgTier(fcinfo, 1);

@@ -81,6 +81,7 @@ typedef struct JqCall
 } JqCall;
 
 extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
+extern void JqCallBeginWriting(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern bool JqCallSince(const JqCall *call, JqApiVersion version);
 
 /* settings.c */

@@ -242,16 +242,17 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
+	/* $6: the fencing tokens' base for this server's timeline (reserve.c) */
 	[PLAN_CLAIM_UPDATE][JQ_API_1_0] = {
 		JQ_HOT_PATH_MARK "UPDATE @J@"
 		" SET ready = false, attempts = attempts + 1, available_at = $4,"
 		"     reserved_until = $4, reserved_by = $5,"
-		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		"     token = $6 + pg_catalog.nextval('@S@.queue_job_tokens')"
 		" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
 		"   AND attempts < max_attempts"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error",
-		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT8OID},
 		.per_partition = true
 	},
 
@@ -472,13 +473,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"     available_at = $3 + " CLAIM_LEASE ","
 		"     reserved_until = $3 + " CLAIM_LEASE ","
 		"     reserved_by = $5,"
-		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		"     token = $6 + pg_catalog.nextval('@S@.queue_job_tokens')"
 		" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
 		"   AND attempts < max_attempts AND (deadline IS NULL OR deadline > $3)"
 		"   AND NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $2 AND s.paused)"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error, deadline",
-		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID},
+		6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
 		.per_partition = true
 	},
 

@@ -177,7 +177,7 @@ Push(FunctionCallInfo fcinfo, JqApiVersion version)
 	bool		wake;
 	int64		id;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgJobSpec(&call, &job);
 
 	SPI_connect();

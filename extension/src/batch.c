@@ -299,6 +299,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	{
 		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
 		NoteJobSpecClaimable(call, &specs[first + row], ids[first + row]);
+		CountJobs(specs[first + row].queue, JOB_PUSHED, 1);
 		if (specs[first + row].available_at <= now)
 			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
 	}
@@ -503,7 +504,8 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (in_table == 0)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
-		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE);
+		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE_RETURNING);
+		CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
 	}
 	SPI_finish();
 

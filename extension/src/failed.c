@@ -121,6 +121,7 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 
 			queues = AddWakeQueue(queues, queue);
 			NoteClaimable(queue, &position);
+			CountJobs(queue, JOB_RETRIED, 1);
 		}
 		WakeQueuesThatWantIt(&call, queues);
 	}

@@ -224,7 +224,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		CUT_ERROR_TEXT("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
 					   " || " WITH_LAST_ERROR) ","
 		"  $2, created_at"
-		" FROM moved",
+		" FROM moved"
+		" RETURNING queue",
 		2, {INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 
@@ -257,7 +258,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 
 	[PLAN_DELETE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = $1 AND token = $2",
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = $1 AND token = $2 RETURNING queue",
 		2, {INT8OID, INT8OID},
 		.per_partition = true
 	},
@@ -286,7 +287,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"   WHEN last_error <> '' THEN last_error"
 		"   ELSE 'failed by the worker (no error given)' END,"
 		"  $4, created_at FROM moved"
-		" RETURNING id",
+		" RETURNING id, queue",
 		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID},
 		.per_partition = true
 	},
@@ -406,7 +407,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 */
 	[PLAN_FIND_DUE][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
-		"  queue, priority, available_at"
+		"  queue, priority, available_at, token IS NOT NULL"
 		" FROM @J@"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
@@ -445,7 +446,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		CUT_ERROR_TEXT("'expired: its deadline (' || deadline || ') passed before it could run'"
 					   " || " WITH_LAST_ERROR) ","
 		"  $2, created_at"
-		" FROM moved",
+		" FROM moved"
+		" RETURNING queue",
 		2, {INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 	/* As the 1.0 claim, skipping paused queues and expired jobs. */
@@ -490,7 +492,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		.per_partition = true
 	},
 	[PLAN_DELETE_IDS][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1)",
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1) RETURNING queue",
 		1, {INT8ARRAYOID},
 		.per_partition = true
 	},

@@ -82,7 +82,8 @@ typedef struct Candidates
 /* Columns of the due-probe (PLAN_FIND_DUE): those after exhausted only since 1.1. */
 enum
 {
-	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED, DUE_QUEUE, DUE_PRIORITY, DUE_AVAILABLE_AT
+	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED, DUE_QUEUE, DUE_PRIORITY, DUE_AVAILABLE_AT,
+	DUE_HELD					/* its lease ran out */
 };
 
 /* Move the jobs with these ids to the failed table with plan's error. */
@@ -95,7 +96,8 @@ FailJobs(const JqCall *call, QueuePlanId plan, Datum *ids, int count)
 		return;
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
 	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, plan, args, NULL, SPI_OK_INSERT);
+	QueueExecute(call, plan, args, NULL, SPI_OK_INSERT_RETURNING);
+	CountJobsOfRows(1, JOB_FAILED);	/* RETURNING queue */
 }
 
 /*
@@ -186,6 +188,8 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 	{
 		Datum		id = Int64GetDatum(SpiInt8(row, DUE_ID));
 
+		if (since_1_1 && SpiBool(row, DUE_HELD))
+			CountJobs(SpiText(row, DUE_QUEUE), JOB_EXPIRED, 1);
 		if (since_1_1 && SpiBool(row, DUE_EXPIRED))
 			expired_ids[expired_count++] = id;
 		else if (SpiBool(row, DUE_EXHAUSTED))
@@ -412,6 +416,7 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 		return 0;
 	/* a claimed job falls due again when its lease ends */
 	NoteJobDueAt(SpiTimestampTz(0, CLAIMED_RESERVED_UNTIL));
+	CountJobs(DatumGetTextPP(queue), JOB_CLAIMED, (int64) SPI_processed);
 	AddClaimedInClaimOrder(call, &found, use_position ? &start : NULL);
 	return (int) SPI_processed;
 }

@@ -34,26 +34,17 @@ COMMENT ON FUNCTION @extschema@.queue_counters_reset() IS
 REVOKE EXECUTE ON FUNCTION @extschema@.queue_counters() FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION @extschema@.queue_counters_reset() FROM PUBLIC;
 
--- Roles granted the producer tier before 1.4 may read the counters too.
-SELECT @extschema@.queue_grant(r.rolname::pg_catalog.text, 'producer')
-FROM pg_catalog.pg_proc p,
+-- Roles granted a tier before 1.4 get its new functions: producers the
+-- counters, admins their reset (a tier is known by one of its functions).
+SELECT @extschema@.queue_grant(r.rolname::pg_catalog.text, t.tier)
+FROM (VALUES ('queue_stats', 'producer'), ('queue_retry_failed', 'admin')) t(known_by, tier),
+     pg_catalog.pg_proc p,
      LATERAL pg_catalog.aclexplode(p.proacl) a(grantor, grantee, privilege_type, is_grantable),
      pg_catalog.pg_roles r
 WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-  AND p.proname = 'queue_stats'
+  AND p.proname = t.known_by
   AND a.privilege_type = 'EXECUTE'
   AND a.grantee <> p.proowner
   AND r.oid = a.grantee
-GROUP BY r.rolname;
-
--- And those granted admin, the reset.
-SELECT @extschema@.queue_grant(r.rolname::pg_catalog.text, 'admin')
-FROM pg_catalog.pg_proc p,
-     LATERAL pg_catalog.aclexplode(p.proacl) a(grantor, grantee, privilege_type, is_grantable),
-     pg_catalog.pg_roles r
-WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace
-  AND p.proname = 'queue_retry_failed'
-  AND a.privilege_type = 'EXECUTE'
-  AND a.grantee <> p.proowner
-  AND r.oid = a.grantee
-GROUP BY r.rolname;
+GROUP BY r.rolname, t.tier
+ORDER BY t.tier DESC;

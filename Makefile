@@ -43,6 +43,7 @@ OBJS = \
 	extension/src/duehint.o \
 	extension/src/claimpos.o \
 	extension/src/ring.o \
+	extension/src/counters.o \
 	extension/src/browse.o
 
 # Out-of-tree builds need the object directories in the build tree.
@@ -70,6 +71,7 @@ REGRESS = \
 	schedules \
 	waiting \
 	ring \
+	counters \
 	plans \
 	browse \
 	upgrade \

@@ -69,7 +69,8 @@ HotPathPlanner(Query *parse, const char *query_string, int cursor_options,
 	bool		saved_seqscan = enable_seqscan;
 	bool		saved_bitmapscan = enable_bitmapscan;
 	bool		saved_sort = enable_sort;
-	bool		hot = HasMark(query_string, JQ_HOT_PATH_MARK);
+	/* volatile: read after PG_TRY, where a longjmp may have clobbered a register */
+	volatile bool hot = HasMark(query_string, JQ_HOT_PATH_MARK);
 	PlannedStmt *result;
 
 	if (!hot && !HasMark(query_string, JQ_INDEX_PLAN_MARK))

@@ -12,7 +12,8 @@ DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.0.sql \
 	extension/scripts/jobqueue--1.0--1.1.sql \
 	extension/scripts/jobqueue--1.1--1.2.sql \
-	extension/scripts/jobqueue--1.2--1.3.sql
+	extension/scripts/jobqueue--1.2--1.3.sql \
+	extension/scripts/jobqueue--1.3--1.4.sql
 
 MODULE_big = jobqueue
 OBJS = \
@@ -41,7 +42,9 @@ OBJS = \
 	extension/src/waiting.o \
 	extension/src/duehint.o \
 	extension/src/claimpos.o \
-	extension/src/ring.o
+	extension/src/ring.o \
+	extension/src/counters.o \
+	extension/src/browse.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH
@@ -68,10 +71,13 @@ REGRESS = \
 	schedules \
 	waiting \
 	ring \
+	counters \
 	plans \
+	browse \
 	upgrade \
 	upgrade_1_2 \
-	upgrade_1_3
+	upgrade_1_3 \
+	upgrade_1_4
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

@@ -299,6 +299,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	{
 		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
 		NoteJobSpecClaimable(call, &specs[first + row], ids[first + row]);
+		CountJobs(specs[first + row].queue, JOB_PUSHED, 1);
 		if (specs[first + row].available_at <= now)
 			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
 	}
@@ -323,7 +324,7 @@ PushMany(FunctionCallInfo fcinfo, JqApiVersion version)
 	int			run_start = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgRequire(fcinfo, 0, "jobs");
 	jobs = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_ARRAY(jobs) || JB_ROOT_IS_SCALAR(jobs))
@@ -392,6 +393,7 @@ typedef struct IdToken
 	int64		token;
 	bool		taken;			/* an id given twice completes once */
 	JobTable	table;			/* where it was found */
+	text	   *queue;			/* the job's */
 } IdToken;
 
 /*
@@ -420,7 +422,7 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 		{
 			int64		id = SpiInt8(row, 1);
 
-			/* columns: id, token (NULL while nobody holds the job) */
+			/* columns: id, token (NULL while nobody holds the job), queue */
 			for (int i = 0; i < left_count; i++)
 				if (DatumGetInt64(left[i]) == id)
 					left[i--] = left[--left_count];
@@ -430,6 +432,7 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 			current[found].token = SpiInt8(row, 2);
 			current[found].taken = false;
 			current[found].table = tables[t];
+			current[found].queue = SpiTextCopy(row, 3);
 			found++;
 			NoteJobFoundIn(tables[t]);
 		}
@@ -459,7 +462,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	JobTable   *done_tables;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	if (count == 0)
 		return Int8ArrayResult(NULL, 0);
@@ -486,6 +489,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (match == NULL || match->taken || match->token != tokens[i])
 			continue;
 		match->taken = true;
+		CountJobs(match->queue, JOB_COMPLETED, 1);
 		done[done_count] = ids[i];
 		done_tables[done_count] = match->table;
 		done_count++;
@@ -527,7 +531,7 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 3);
 	delay = ArgOptionalDelay(fcinfo, 2, "delay");
@@ -563,7 +567,7 @@ jobqueue_fail_many(PG_FUNCTION_ARGS)
 	int64	   *done;
 	int			done_count = 0;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 2);
 	done = palloc(sizeof(int64) * Max(count, 1));

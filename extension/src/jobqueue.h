@@ -32,6 +32,8 @@
  *   duehint.c   - shared memory: skipping the due-probe
  *   claimpos.c  - shared memory: where a queue's claims start their search
  *   ring.c      - the storage ring: partitions emptied by rotation (1.3)
+ *   counters.c  - shared memory: jobs pushed, claimed, ... per queue (1.4)
+ *   browse.c    - the dashboard's reads: overview, pages, one job, leases (1.4)
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
@@ -45,12 +47,16 @@
 #include "nodes/pg_list.h"
 #include "miscadmin.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "port/atomics.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 #include "contract.h"
+
+/* Room for a queue name in shared memory: JQ_QUEUE_NAME_MAX characters. */
+#define JQ_QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
 /*
  * The versions of the SQL API, as the install and upgrade scripts name
@@ -63,6 +69,7 @@ typedef enum JqApiVersion
 	JQ_API_1_1,					/* deadlines, pause, default leases, wake-ups */
 	JQ_API_1_2,					/* schedules, queue_reserve's wait */
 	JQ_API_1_3,					/* the storage ring */
+	JQ_API_1_4,					/* counters and the dashboard's reads */
 	JQ_API_COUNT
 } JqApiVersion;
 
@@ -80,6 +87,7 @@ typedef struct JqCall
 } JqCall;
 
 extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
+extern void JqCallBeginWriting(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern bool JqCallSince(const JqCall *call, JqApiVersion version);
 
 /* settings.c */
@@ -148,6 +156,13 @@ typedef enum QueuePlanId
 	/* since 1.3 */
 	PLAN_RING_LIVE_JOBS,
 	PLAN_RING_MOVE,
+	/* since 1.4 */
+	PLAN_OVERVIEW,
+	PLAN_PAGE_CANDIDATES,
+	PLAN_PAGE_SORTED,
+	PLAN_PAGE_BY_ID,
+	PLAN_JOB,
+	PLAN_LEASES,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
@@ -206,6 +221,7 @@ extern int32 SpiInt32(uint64 row, int column);
 extern bool SpiBool(uint64 row, int column);
 extern TimestampTz SpiTimestampTz(uint64 row, int column);
 extern text *SpiTextCopy(uint64 row, int column);
+extern text *SpiText(uint64 row, int column);
 extern Jsonb *SpiJsonbCopy(uint64 row, int column);
 extern bool SpiIsNull(uint64 row, int column);
 extern SPITupleTable *SpiTakeResult(void);
@@ -267,6 +283,22 @@ extern void NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 i
 extern void RegisterSharedSegment(const char *name, Size size, void **pointer,
 								  void (*fill) (void *segment));
 
+/* counters.c: what happened to each queue's jobs, counted at commit (preload) */
+typedef enum JobEvent
+{
+	JOB_PUSHED,					/* inserted by a push or a schedule */
+	JOB_CLAIMED,				/* handed out by queue_reserve */
+	JOB_COMPLETED,				/* deleted by its worker (queue_delete*) */
+	JOB_RELEASED,				/* given back by queue_release* for another attempt */
+	JOB_RETRIED,				/* requeued from the failed table (queue_retry_failed) */
+	JOB_FAILED,					/* moved to the failed table, for any reason */
+	JOB_EXPIRED,				/* its lease ran out before its worker finished */
+	JOB_EVENT_KINDS
+} JobEvent;
+extern void JobqueueRequestCounters(void);
+extern void CountJobs(text *queue, JobEvent event, int64 jobs);
+extern void CountJobsOfRows(int column, JobEvent event);
+
 /* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
 extern void JobqueueRequestWaiting(void);
 extern void MarkJobsDue(void);
@@ -286,6 +318,8 @@ extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz n
 
 /* hotpath.c: hot-path statements keep index plans whatever the statistics */
 #define JQ_HOT_PATH_MARK "/* jobqueue hot path */ "
+/* the same for statements that must read indexes but may sort (not hot path) */
+#define JQ_INDEX_PLAN_MARK "/* jobqueue index plan */ "
 extern void JobqueueInstallPlannerHook(void);
 
 /* claimpos.c: where a queue's claims start their search (with preload) */

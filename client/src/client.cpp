@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,6 +20,17 @@ struct Client::Owned {
 
 namespace {
 
+// Prints the server's notices on stderr as libpq does, except the one a
+// server sends each session as it shuts down or is killed (57P01, 57P02,
+// 57P03: "terminating connection due to ..."): the ConnectionError of the
+// next call says the same, and a worker logs it once per outage, not once
+// per connection.
+void print_notice(void*, const PGresult* notice) {
+    const char* state = PQresultErrorField(notice, PG_DIAG_SQLSTATE);
+    if (state != nullptr && std::strncmp(state, "57P0", 4) == 0) return;
+    std::fputs(PQresultErrorMessage(notice), stderr);
+}
+
 pg::ConnPtr open_connection(const std::string& conninfo) {
     pg::ConnPtr conn(PQconnectdb(conninfo.c_str()));
     if (!conn) throw ConnectionError("jobqueue: out of memory creating a connection");
@@ -27,6 +39,7 @@ pg::ConnPtr open_connection(const std::string& conninfo) {
         while (!message.empty() && message.back() == '\n') message.pop_back();
         throw ConnectionError("jobqueue: cannot connect: " + message, "08001");
     }
+    PQsetNoticeReceiver(conn.get(), print_notice, nullptr);
     return conn;
 }
 

@@ -64,6 +64,8 @@ Checks, in both modes unless marked:
              the other skips windows only in the outage, all but the latest;
              (sync) at most one window (a tick in flight at the kill) was
              enqueued on both sides as different jobs; (async) printed.
+JQ_FAILOVER_SELFTEST=nosync runs "sync" with an asynchronous, lagging standby:
+its pushes, acks and windows checks must fail.
 Printed: the time from the primary's death to the first job completed on the
 new primary, and what the old primary had that the new one lacks.
 Last line: "N passed, N failed".
@@ -101,6 +103,9 @@ OUTAGE = float(os.environ.get("JQ_FAILOVER_OUTAGE", "2"))
 # asynchronous failover loses. Locally, without it, the standby is
 # milliseconds behind and nothing is lost.
 LAG = float(os.environ.get("JQ_FAILOVER_LAG", "1.5"))
+# JQ_FAILOVER_SELFTEST=nosync: the sync run without synchronous_standby_names,
+# its standby lagging as in the async run: the sync checks must fail.
+NOSYNC = os.environ.get("JQ_FAILOVER_SELFTEST") == "nosync"
 WORK_QUEUES = ["fo_work", "fo_sched"]
 SCHEDULE_PREFIX = "jobqueue:schedule:"
 
@@ -259,7 +264,7 @@ def setup(mode):
                         " max_attempts => 100, catch_up => %s)", (name, catch_up))
     conn.close()
     standby = replica.make_standby(primary, "standby")
-    if mode == "sync":
+    if mode == "sync" and not NOSYNC:
         replica.make_synchronous(primary, "standby")
     return primary, standby
 
@@ -393,7 +398,7 @@ class Run:
                                      dbname=DB)
         wait_for(lambda: done() >= self.backlog // 2 or (done() >= self.backlog // 4 and time.monotonic() > started + 3), 20)
         receiver = None
-        if self.mode == "async" and LAG > 0:
+        if (self.mode == "async" or NOSYNC) and LAG > 0:
             receiver = standby.value("SELECT pid FROM pg_stat_wal_receiver")
             os.kill(receiver, signal.SIGSTOP)
             time.sleep(LAG)

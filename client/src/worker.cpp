@@ -249,8 +249,18 @@ void Worker::wait_for_wakeup(Client& client, std::uint64_t& opened) {
             return;
         }
         std::optional<std::string> woken;
-        // a lost connection here only costs the wait: reconnect and go on
-        if (!with_reconnect(client, opened, [&] { woken = client.wait(std::min(left, slice)); }, stopping_)) return;
+        try {
+            // a lost connection here only costs the wait: reconnect and go on
+            if (!with_reconnect(client, opened, [&] { woken = client.wait(std::min(left, slice)); }, stopping_))
+                return;
+        } catch (const Error& e) {
+            // the server refused the LISTEN: sleep instead (an exception
+            // leaving the dispatcher thread would end the process)
+            report_error("listening for wake-ups", e);
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait_for(lock, left, [&] { return stopping_.load(); });
+            return;
+        }
         if (woken) return;
     }
 }

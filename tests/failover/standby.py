@@ -5,9 +5,10 @@ A primary (jobqueue preloaded, its ticker on, a schedule "@every 1 second")
 with a backlog (pending, delayed and held jobs, a failed row) and a
 streaming standby made by pg_basebackup -R.  On the standby:
 
-  reads     queue_stats, queue_pending, queue_failed_rows, queue_list and
-            queue_schedule_list answer what the primary answers, and so do
-            `jobqueue status` and `jobqueue failed`;
+  reads     queue_stats, queue_pending, queue_failed_rows, queue_list,
+            queue_schedule_list, queue_failed_count and queue_cron_next answer
+            what the primary answers, and so do `jobqueue status`, `jobqueue
+            failed` and `jobqueue show`;
   ticker    the standby's log has no line about jobqueue for its first
             seconds: the background ticker (configured there too) neither
             runs nor error-loops before a promotion;
@@ -93,14 +94,19 @@ def reads(server):
         "queue_list": server.query("SELECT * FROM queue_list() WHERE queue <> 'fo_sched'", dbname=DB),
         "queue_schedule_list": server.query("SELECT name, cron, job_name, queue, enabled, catch_up"
                                             " FROM queue_schedule_list()", dbname=DB),
+        "queue_failed_count": server.query("SELECT queue_failed_count()", dbname=DB),
+        "queue_cron_next": server.query("SELECT * FROM queue_cron_next('0 3 * * *', '2030-01-01', count => 3)",
+                                        dbname=DB),
     }
 
 
-def cli_reads(server):
+def cli_reads(server, failed_id):
     status = tool.run(["status"], dsn=server.dsn(DB))
     failed = tool.run(["failed"], dsn=server.dsn(DB))
+    show = tool.run(["show", str(failed_id)], dsn=server.dsn(DB))
     return (status.returncode, [line for line in status.stdout.splitlines() if "fo_sched" not in line],
-            status.stderr.strip(), failed.returncode, failed.stdout, failed.stderr.strip())
+            status.stderr.strip(), failed.returncode, failed.stdout, failed.stderr.strip(),
+            show.returncode, show.stdout, show.stderr.strip())
 
 
 def writing_calls(held, failed_id):
@@ -314,12 +320,15 @@ def main():
         for name in on_primary:
             checks.check(f"standby: {name} answers what the primary answers", on_standby[name] == on_primary[name],
                          f"standby {on_standby[name]}, primary {on_primary[name]}")
-        p_cli, s_cli = cli_reads(primary), cli_reads(standby)
+        p_cli, s_cli = cli_reads(primary, failed_id), cli_reads(standby, failed_id)
         checks.check("standby: `jobqueue status` shows what it shows on the primary",
                      s_cli[0] == 0 and s_cli[:3] == p_cli[:3] and len(s_cli[1]) > 2, f"standby {s_cli[:3]}, primary {p_cli[:3]}")
         checks.check("standby: `jobqueue failed` shows what it shows on the primary",
-                     s_cli[3] == 0 and s_cli[3:] == p_cli[3:] and "it broke" in s_cli[4],
-                     f"standby {s_cli[3:]}, primary {p_cli[3:]}")
+                     s_cli[3] == 0 and s_cli[3:6] == p_cli[3:6] and "it broke" in s_cli[4],
+                     f"standby {s_cli[3:6]}, primary {p_cli[3:6]}")
+        checks.check("standby: `jobqueue show` shows what it shows on the primary",
+                     s_cli[6] == 0 and s_cli[6:] == p_cli[6:] and "it broke" in s_cli[7],
+                     f"standby {s_cli[6:]}, primary {p_cli[6:]}")
         check_quiet_log(checks, standby, standby_started)
         check_writes_refused(checks, standby, held, failed_id)
         check_client_tests(checks, standby)

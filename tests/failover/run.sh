@@ -46,8 +46,21 @@ cleanup() {
         echo "kept $JQ_FAILOVER_DIR"
     fi
 }
+# A signal (scripts/test.sh's timeout) ends the running part at once: it is
+# run in the background and waited for, so the trap is not held up by it, and
+# told to stop (it stops its servers itself; cleanup catches the rest).
+part=
+on_signal() {
+    if [[ -n $part ]]; then
+        kill -TERM "$part" 2> /dev/null && wait "$part"
+        cat "$JQ_FAILOVER_DIR/part.out" 2> /dev/null
+        echo "FAIL cut by a signal"
+        echo "$passed passed, $((failed + 1)) failed"
+    fi
+    exit 143
+}
 trap cleanup EXIT
-trap 'exit 143' TERM INT HUP
+trap on_signal TERM INT HUP
 
 passed=0
 failed=0
@@ -55,8 +68,12 @@ run_part() { # run_part SECONDS program [args]: adds the program's "N passed, N 
     local seconds=$1 out rc p f
     shift
     echo "== $*"
-    out=$(timeout "$seconds" /usr/bin/python3 "$@" 2>&1)
+    timeout "$seconds" /usr/bin/python3 "$@" > "$JQ_FAILOVER_DIR/part.out" 2>&1 &
+    part=$!
+    wait "$part"
     rc=$?
+    part=
+    out=$(< "$JQ_FAILOVER_DIR/part.out")
     echo "$out"
     if [[ $(tail -n 1 <<< "$out") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}

@@ -42,7 +42,8 @@ OBJS = \
 	extension/src/waiting.o \
 	extension/src/duehint.o \
 	extension/src/claimpos.o \
-	extension/src/ring.o
+	extension/src/ring.o \
+	extension/src/counters.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH
@@ -69,6 +70,7 @@ REGRESS = \
 	schedules \
 	waiting \
 	ring \
+	counters \
 	plans \
 	upgrade \
 	upgrade_1_2 \

@@ -16,9 +16,12 @@
 #   drainb  8 workers, scripts/drain_batch.sql, 800 calls of 100, from
 #           100,000 jobs (as bench/run.sh's scenario 3)
 # A drain's jobs/s = jobs removed (count before - after) / pgbench's time of
-# the processed transactions.  Prints per build the median and min-max of
-# the jobs/s, and new/old: the ratio of the medians and the per-round
-# ratios.  Kept in bench/results/<time>-ab/.  Give it a quiet machine: the
+# the processed transactions.  Also the server's CPU time per job (the
+# postmaster's and its processes' user + system time over the run, as
+# /proc counts it, exited backends included): on a shared machine it
+# varies less than the rates.  Prints per build the median and min-max of
+# the jobs/s and of the CPU microseconds per job, and new/old: the ratio of
+# the medians and the per-round ratios.  Kept in bench/results/<time>-ab/.  Give it a quiet machine: the
 # two builds are compared minutes apart.
 set -euo pipefail
 
@@ -81,19 +84,29 @@ fill() {   # N*10,000 jobs, then VACUUM ANALYZE and CHECKPOINT
     done
     q -c "VACUUM ANALYZE queue_jobs" -c "CHECKPOINT" >/dev/null
 }
-tps() {   # pgbench ARGS...: its tps (without connection time)
-    pgbench -n -M prepared "$@" 2>&1 | tee -a "$OUT/pgbench.log" \
-        | sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p'
+server_cpu() {   # clock ticks of CPU the server used so far: the postmaster, its
+    # processes, and (in its cutime/cstime) those it has reaped
+    local pm
+    pm=$(head -n 1 "$JQ_PGDATA/postmaster.pid")
+    # shellcheck disable=SC2046
+    awk 'NR == 1 { s += $16 + $17 } { s += $14 + $15 } END { print s }' \
+        "/proc/$pm/stat" $(pgrep -P "$pm" | sed 's|.*|/proc/&/stat|') 2>/dev/null
 }
-drained() {   # pgbench ARGS...: jobs removed per second of its processed transactions
-    local before after log
+measure() {   # push|drain pgbench-ARGS...: "jobs/s cpu-us/job" of one pgbench run
+    # push: a job per transaction; drain: jobs removed, per second of its processed
+    # transactions
+    local kind=$1 before after log cpu0 cpu1
+    shift
     before=$(q -c "SELECT count(*) FROM queue_jobs")
+    cpu0=$(server_cpu)
     log=$(pgbench -n -M prepared "$@" 2>&1 | tee -a "$OUT/pgbench.log")
+    cpu1=$(server_cpu)
     after=$(q -c "SELECT count(*) FROM queue_jobs")
-    awk -v b="$before" -v a="$after" \
+    awk -v kind="$kind" -v b="$before" -v a="$after" -v ticks=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" \
         -v n="$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$log")" \
         -v t="$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' <<<"$log")" \
-        'BEGIN { printf "%.1f\n", (b - a) / (n / t) }'
+        'BEGIN { jobs = kind == "push" ? n : b - a
+                 printf "%.1f %.2f\n", jobs / (n / t), ticks / hz * 1e6 / jobs }'
 }
 
 results=$OUT/rounds.txt
@@ -103,14 +116,15 @@ for round in $(seq 1 "$ROUNDS"); do
     if (( round % 2 == 0 )); then order="new old"; fi
     for side in $order; do
         version=$(use "$side")
-        tps -c 2 -j 2 -T 1 -f "$BENCH/scripts/push.sql" >/dev/null   # warm-up
+        measure push -c 2 -j 2 -T 1 -f "$BENCH/scripts/push.sql" >/dev/null   # warm-up
         q -c "TRUNCATE queue_jobs" -c "CHECKPOINT" >/dev/null
-        push=$(tps -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/push.sql")
+        read -r push push_cpu < <(measure push -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/push.sql")
         fill 6
-        drain1=$(drained -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/drain_one.sql")
+        read -r drain1 drain1_cpu < <(measure drain -c 8 -j 8 -T "$SECS" -f "$BENCH/scripts/drain_one.sql")
         fill 10
-        drainb=$(drained -c 8 -j 8 -t 100 -f "$BENCH/scripts/drain_batch.sql")
-        echo "$round $side $version push=$push drain1=$drain1 drainb=$drainb" | tee -a "$results"
+        read -r drainb drainb_cpu < <(measure drain -c 8 -j 8 -t 100 -f "$BENCH/scripts/drain_batch.sql")
+        echo "$round $side $version push=$push drain1=$drain1 drainb=$drainb" \
+             "push_cpu=$push_cpu drain1_cpu=$drain1_cpu drainb_cpu=$drainb_cpu" | tee -a "$results"
     done
 done
 
@@ -125,11 +139,13 @@ for line in open(sys.argv[1]):
     for pair in pairs:
         key, value = pair.split("=")
         vals[(side, key)].append(float(value))
-for key in ("push", "drain1", "drainb"):
+for key in ("push", "drain1", "drainb", "push_cpu", "drain1_cpu", "drainb_cpu"):
     old, new = vals[("old", key)], vals[("new", key)]
     ratios = [n / o for o, n in zip(old, new)]
-    print(f"{key} (jobs/s): old median {statistics.median(old):,.0f} ({min(old):,.0f}-{max(old):,.0f}), "
-          f"new median {statistics.median(new):,.0f} ({min(new):,.0f}-{max(new):,.0f}); "
+    unit, digits = ("server CPU us/job", 1) if key.endswith("_cpu") else ("jobs/s", 0)
+    print(f"{key} ({unit}): old median {statistics.median(old):,.{digits}f} "
+          f"({min(old):,.{digits}f}-{max(old):,.{digits}f}), "
+          f"new median {statistics.median(new):,.{digits}f} ({min(new):,.{digits}f}-{max(new):,.{digits}f}); "
           f"new/old {statistics.median(new) / statistics.median(old):.3f}, "
           f"per round {', '.join(f'{r:.2f}' for r in ratios)}")
 PY

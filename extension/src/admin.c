@@ -37,7 +37,7 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	Datum		args[3];
 	bool		cancelled;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	ArgRequire(fcinfo, 0, "id");
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
@@ -56,7 +56,7 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 	Datum		args[1];
 	int64		deleted;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 
 	deleted = (int64) RunAlone(&call, PLAN_CLEAR, args, NULL, SPI_OK_DELETE);
@@ -72,7 +72,7 @@ WriteSetting(FunctionCallInfo fcinfo, QueuePlanId plan, Datum value, bool value_
 	Datum		args[3];
 	char		nulls[3] = {' ', value_isnull ? 'n' : ' ', ' '};
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 	args[1] = value;
 	args[2] = TimestampTzGetDatum(call.now);

@@ -299,6 +299,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	{
 		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
 		NoteJobSpecClaimable(call, &specs[first + row], ids[first + row]);
+		CountJobs(specs[first + row].queue, JOB_PUSHED, 1);
 		if (specs[first + row].available_at <= now)
 			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
 	}
@@ -323,7 +324,7 @@ PushMany(FunctionCallInfo fcinfo, JqApiVersion version)
 	int			run_start = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgRequire(fcinfo, 0, "jobs");
 	jobs = PG_GETARG_JSONB_P(0);
 	if (!JB_ROOT_IS_ARRAY(jobs) || JB_ROOT_IS_SCALAR(jobs))
@@ -459,7 +460,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	JobTable   *done_tables;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	if (count == 0)
 		return Int8ArrayResult(NULL, 0);
@@ -503,7 +504,8 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (in_table == 0)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
-		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE);
+		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE_RETURNING);
+		CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
 	}
 	SPI_finish();
 
@@ -527,7 +529,7 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	int			done_count = 0;
 	List	   *due_queues = NIL;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 3);
 	delay = ArgOptionalDelay(fcinfo, 2, "delay");
@@ -563,7 +565,7 @@ jobqueue_fail_many(PG_FUNCTION_ARGS)
 	int64	   *done;
 	int			done_count = 0;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_1);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 2);
 	done = palloc(sizeof(int64) * Max(count, 1));

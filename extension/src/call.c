@@ -19,6 +19,7 @@
  */
 #include "jobqueue.h"
 
+#include "access/xlog.h"
 #include "utils/lsyscache.h"
 
 void
@@ -29,6 +30,26 @@ JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version)
 	call->schema = get_func_namespace(fcinfo->flinfo->fn_oid);
 	call->quoted_schema = QueueSchemaQuoted(call->schema);
 	call->now = QueueNow();
+}
+
+/*
+ * JqCallBegin for a call that writes: on a hot standby it fails at once,
+ * before any argument is read or any wait begins, with the SQLSTATE
+ * PostgreSQL gives writes there (25006) and a message that says why, so
+ * that a client on a standby (a failover, a wrong host in a multi-host
+ * connection string) can tell it from any other error and go elsewhere.
+ */
+void
+JqCallBeginWriting(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("jobqueue: %s cannot run on a standby server",
+						get_func_name(fcinfo->flinfo->fn_oid)),
+				 errdetail("The server is in recovery (a hot standby): jobs are pushed, claimed and finished on the primary."),
+				 errhint("Connect to the primary, for example with target_session_attrs=read-write in the connection string.")));
+	JqCallBegin(call, fcinfo, version);
 }
 
 /* Whether the call's SQL function is of version or later. */

@@ -71,7 +71,6 @@
 #define MOVE_SPAN 1024
 #define MOVE_SPANS 64
 #define MAX_AGE_USECS (30 * USECS_PER_SEC)
-#define QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
 typedef struct MoveSpan
 {
@@ -82,7 +81,7 @@ typedef struct MoveSpan
 typedef struct PositionSlot
 {
 	Oid			database;		/* InvalidOid: free */
-	char		queue[QUEUE_NAME_BYTES];
+	char		queue[JQ_QUEUE_NAME_BYTES];
 	uint64		incarnation;	/* bumped whenever the slot is given to a queue */
 	TimestampTz used;			/* last looked up */
 	bool		valid;
@@ -148,7 +147,7 @@ TakeSlot(int i, const char *queue, TimestampTz now)
 	for (int s = 0; s < MOVE_SPANS; s++)
 		slot->spans[s].span = PG_UINT64_MAX;	/* holds no moves yet */
 	slot->database = MyDatabaseId;
-	strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
+	strlcpy(slot->queue, queue, JQ_QUEUE_NAME_BYTES);
 	slot->incarnation = incarnation;
 	slot->used = now;
 	return i;

@@ -46,8 +46,11 @@ MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
 	args[1] = Int64GetDatum(token);
 	args[2] = PointerGetDatum(error);
 	args[3] = TimestampTzGetDatum(call->now);
-	return ExecuteFindingJob(call, PLAN_MOVE_TO_FAILED, args, NULL, SPI_OK_INSERT_RETURNING,
-							 &found) == 1;
+	if (ExecuteFindingJob(call, PLAN_MOVE_TO_FAILED, args, NULL, SPI_OK_INSERT_RETURNING,
+						  &found) != 1)
+		return false;
+	CountJobsOfRows(2, JOB_FAILED);	/* RETURNING id, queue */
+	return true;
 }
 
 /*
@@ -86,13 +89,18 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	int64		token;
 	Datum		args[2];
 	bool		deleted;
+	JobTable	found;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 
-	deleted = RunAloneFindingJob(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE) == 1;
+	SPI_connect();
+	deleted = ExecuteFindingJob(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE_RETURNING,
+								&found) == 1;
+	CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
+	SPI_finish();
 
 	PG_RETURN_BOOL(deleted);
 }
@@ -144,6 +152,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	QueueExecuteOn(call, PLAN_RELEASE, table, args, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		return false;
+	CountJobs(queue, JOB_RELEASED, 1);
 	if (available_at <= call->now)
 	{
 		ClaimPosition position = {priority, available_at, id};
@@ -166,7 +175,7 @@ Release(FunctionCallInfo fcinfo, JqApiVersion version)
 	text	   *due_queue;
 	bool		released;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgIdAndToken(fcinfo, &id, &token);
 	delay = ArgOptionalDelay(fcinfo, 2, "delay");
 	error = ArgErrorText(fcinfo, 3);
@@ -204,7 +213,7 @@ jobqueue_fail(PG_FUNCTION_ARGS)
 	text	   *error;
 	bool		failed;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	error = ArgErrorText(fcinfo, 2);
 
@@ -226,7 +235,7 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	Datum		args[3];
 	bool		extended;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	lease = ArgInterval(fcinfo, 2, "lease");
 	CheckLeaseInterval(lease, "lease");

@@ -98,7 +98,7 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 	Datum		args[3];
 	int64		moved;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	returns_queues = JqCallSince(&call, JQ_API_1_1);
 	args[0] = all_rows ? Int64GetDatum(0) : PG_GETARG_DATUM(0);
 	args[1] = Int32GetDatum(ArgInt(fcinfo, 1, "max_attempts", JQ_DEFAULT_MAX_ATTEMPTS, 1,
@@ -121,6 +121,7 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 
 			queues = AddWakeQueue(queues, queue);
 			NoteClaimable(queue, &position);
+			CountJobs(queue, JOB_RETRIED, 1);
 		}
 		WakeQueuesThatWantIt(&call, queues);
 	}
@@ -157,7 +158,7 @@ jobqueue_forget_failed(PG_FUNCTION_ARGS)
 	QueuePlanId plan;
 	int64		deleted;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	if ((int) by_id + (int) by_age + (int) all_rows != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -35,7 +35,7 @@ typedef enum QueueTier
 /* Pushing and looking at the backlog. */
 static const char *const producer_functions[] = {
 	"queue_push", "queue_push_many", "queue_pending", "queue_stats",
-	"queue_failed_count", "queue_list", "queue_cron_next", NULL
+	"queue_failed_count", "queue_list", "queue_cron_next", "queue_counters", NULL
 };
 
 /* Claiming and finishing jobs. */
@@ -173,7 +173,7 @@ GrantOrRevoke(FunctionCallInfo fcinfo, bool grant)
 	char	   *role;
 	QueueTier	tier;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_0);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	RequireOwner();
 	role = ArgRole(fcinfo, 0);
 	tier = ArgTier(fcinfo, 1);

@@ -29,6 +29,7 @@ _PG_init(void)
 	{
 		JobqueueRequestWaiting();
 		JobqueueRequestClaimPositions();
+		JobqueueRequestCounters();
 	}
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */
 	MarkGUCPrefixReserved("jobqueue");

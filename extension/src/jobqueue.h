@@ -32,6 +32,7 @@
  *   duehint.c   - shared memory: skipping the due-probe
  *   claimpos.c  - shared memory: where a queue's claims start their search
  *   ring.c      - the storage ring: partitions emptied by rotation (1.3)
+ *   counters.c  - shared memory: jobs pushed, claimed, ... per queue (1.4)
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
@@ -45,12 +46,16 @@
 #include "nodes/pg_list.h"
 #include "miscadmin.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "port/atomics.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 #include "contract.h"
+
+/* Room for a queue name in shared memory: JQ_QUEUE_NAME_MAX characters. */
+#define JQ_QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
 /*
  * The versions of the SQL API, as the install and upgrade scripts name
@@ -81,6 +86,7 @@ typedef struct JqCall
 } JqCall;
 
 extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
+extern void JqCallBeginWriting(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern bool JqCallSince(const JqCall *call, JqApiVersion version);
 
 /* settings.c */
@@ -207,6 +213,7 @@ extern int32 SpiInt32(uint64 row, int column);
 extern bool SpiBool(uint64 row, int column);
 extern TimestampTz SpiTimestampTz(uint64 row, int column);
 extern text *SpiTextCopy(uint64 row, int column);
+extern text *SpiText(uint64 row, int column);
 extern Jsonb *SpiJsonbCopy(uint64 row, int column);
 extern bool SpiIsNull(uint64 row, int column);
 extern SPITupleTable *SpiTakeResult(void);
@@ -267,6 +274,22 @@ extern void NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 i
 /* shmem.c: the shared memory segments of the concerns that keep state there */
 extern void RegisterSharedSegment(const char *name, Size size, void **pointer,
 								  void (*fill) (void *segment));
+
+/* counters.c: what happened to each queue's jobs, counted at commit (preload) */
+typedef enum JobEvent
+{
+	JOB_PUSHED,					/* inserted by a push or a schedule */
+	JOB_CLAIMED,				/* handed out by queue_reserve */
+	JOB_COMPLETED,				/* deleted by its worker (queue_delete*) */
+	JOB_RELEASED,				/* given back by queue_release* for another attempt */
+	JOB_RETRIED,				/* requeued from the failed table (queue_retry_failed) */
+	JOB_FAILED,					/* moved to the failed table, for any reason */
+	JOB_EXPIRED,				/* its lease ran out before its worker finished */
+	JOB_EVENT_KINDS
+} JobEvent;
+extern void JobqueueRequestCounters(void);
+extern void CountJobs(text *queue, JobEvent event, int64 jobs);
+extern void CountJobsOfRows(int column, JobEvent event);
 
 /* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
 extern void JobqueueRequestWaiting(void);

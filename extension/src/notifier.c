@@ -58,7 +58,6 @@ PGDLLEXPORT void jobqueue_notifier_main(Datum main_arg);
 #define SENDER_SLOTS 16			/* databases with a sender at once */
 #define SENDER_IDLE_MS 3000		/* a quiet sender exits after this (DROP DATABASE waits 5 s) */
 #define SENDER_START_TIMEOUT_USECS (10 * USECS_PER_SEC)
-#define QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)
 
 typedef enum SenderState
 {
@@ -81,7 +80,7 @@ typedef struct Sender
 typedef struct QueueSlot
 {
 	Oid			database;		/* InvalidOid: free */
-	char		queue[QUEUE_NAME_BYTES];
+	char		queue[JQ_QUEUE_NAME_BYTES];
 	TimestampTz last_notified;	/* decided by a transaction, or sent by the sender */
 	bool		pending;		/* a committed job waits for the trailing notification */
 	int			holders;		/* open transactions that skipped for this queue */
@@ -152,7 +151,7 @@ FindQueueSlot(Oid database, const char *queue, TimestampTz now)
 		QueueSlot  *slot = &notifier->queues[reusable];
 
 		slot->database = database;
-		strlcpy(slot->queue, queue, QUEUE_NAME_BYTES);
+		strlcpy(slot->queue, queue, JQ_QUEUE_NAME_BYTES);
 		slot->last_notified = 0;
 		slot->pending = false;
 		slot->holders = 0;

@@ -224,7 +224,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		CUT_ERROR_TEXT("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
 					   " || " WITH_LAST_ERROR) ","
 		"  $2, created_at"
-		" FROM moved",
+		" FROM moved"
+		" RETURNING queue",
 		2, {INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 
@@ -242,21 +243,22 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" LIMIT $3 FOR UPDATE SKIP LOCKED",
 		3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
+	/* $6: the fencing tokens' base for this server's timeline (reserve.c) */
 	[PLAN_CLAIM_UPDATE][JQ_API_1_0] = {
 		JQ_HOT_PATH_MARK "UPDATE @J@"
 		" SET ready = false, attempts = attempts + 1, available_at = $4,"
 		"     reserved_until = $4, reserved_by = $5,"
-		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		"     token = $6 + pg_catalog.nextval('@S@.queue_job_tokens')"
 		" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
 		"   AND attempts < max_attempts"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error",
-		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+		6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT8OID},
 		.per_partition = true
 	},
 
 	[PLAN_DELETE][JQ_API_1_0] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = $1 AND token = $2",
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = $1 AND token = $2 RETURNING queue",
 		2, {INT8OID, INT8OID},
 		.per_partition = true
 	},
@@ -285,7 +287,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"   WHEN last_error <> '' THEN last_error"
 		"   ELSE 'failed by the worker (no error given)' END,"
 		"  $4, created_at FROM moved"
-		" RETURNING id",
+		" RETURNING id, queue",
 		4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID},
 		.per_partition = true
 	},
@@ -405,7 +407,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 */
 	[PLAN_FIND_DUE][JQ_API_1_1] = {
 		JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
-		"  queue, priority, available_at"
+		"  queue, priority, available_at, token IS NOT NULL"
 		" FROM @J@"
 		" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
 		" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
@@ -444,7 +446,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		CUT_ERROR_TEXT("'expired: its deadline (' || deadline || ') passed before it could run'"
 					   " || " WITH_LAST_ERROR) ","
 		"  $2, created_at"
-		" FROM moved",
+		" FROM moved"
+		" RETURNING queue",
 		2, {INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 	/* As the 1.0 claim, skipping paused queues and expired jobs. */
@@ -472,13 +475,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"     available_at = $3 + " CLAIM_LEASE ","
 		"     reserved_until = $3 + " CLAIM_LEASE ","
 		"     reserved_by = $5,"
-		"     token = pg_catalog.nextval('@S@.queue_job_tokens')"
+		"     token = $6 + pg_catalog.nextval('@S@.queue_job_tokens')"
 		" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
 		"   AND attempts < max_attempts AND (deadline IS NULL OR deadline > $3)"
 		"   AND NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $2 AND s.paused)"
 		" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
 		"   reserved_until, created_at, last_error, deadline",
-		5, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID},
+		6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
 		.per_partition = true
 	},
 
@@ -489,7 +492,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		.per_partition = true
 	},
 	[PLAN_DELETE_IDS][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1)",
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1) RETURNING queue",
 		1, {INT8ARRAYOID},
 		.per_partition = true
 	},

@@ -108,6 +108,7 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 			if (returns_wake)
 				*wake = SpiBool(0, PUSHED_WANTS_WAKEUPS);
 			NoteJobSpecClaimable(call, job, id);
+			CountJobs(job->queue, JOB_PUSHED, 1);
 			return id;
 		}
 		if (job->unique_key == NULL)
@@ -177,7 +178,7 @@ Push(FunctionCallInfo fcinfo, JqApiVersion version)
 	bool		wake;
 	int64		id;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	ArgJobSpec(&call, &job);
 
 	SPI_connect();

@@ -16,6 +16,8 @@
  */
 #include "jobqueue.h"
 
+#include "access/xlog.h"
+
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "utils/array.h"
@@ -80,7 +82,8 @@ typedef struct Candidates
 /* Columns of the due-probe (PLAN_FIND_DUE): those after exhausted only since 1.1. */
 enum
 {
-	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED, DUE_QUEUE, DUE_PRIORITY, DUE_AVAILABLE_AT
+	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED, DUE_QUEUE, DUE_PRIORITY, DUE_AVAILABLE_AT,
+	DUE_HELD					/* its lease ran out */
 };
 
 /* Move the jobs with these ids to the failed table with plan's error. */
@@ -93,7 +96,8 @@ FailJobs(const JqCall *call, QueuePlanId plan, Datum *ids, int count)
 		return;
 	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
 	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, plan, args, NULL, SPI_OK_INSERT);
+	QueueExecute(call, plan, args, NULL, SPI_OK_INSERT_RETURNING);
+	CountJobsOfRows(1, JOB_FAILED);	/* RETURNING queue */
 }
 
 /*
@@ -184,6 +188,8 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 	{
 		Datum		id = Int64GetDatum(SpiInt8(row, DUE_ID));
 
+		if (since_1_1 && SpiBool(row, DUE_HELD))
+			CountJobs(SpiText(row, DUE_QUEUE), JOB_EXPIRED, 1);
 		if (since_1_1 && SpiBool(row, DUE_EXPIRED))
 			expired_ids[expired_count++] = id;
 		else if (SpiBool(row, DUE_EXHAUSTED))
@@ -292,6 +298,25 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
 }
 
 /*
+ * What every fencing token of this server adds to the token sequence's
+ * value: the timeline, in the bits from 48 up.  A standby promoted after
+ * asynchronous replication may not have received the WAL that advanced
+ * the sequence for the old primary's last claims, and would hand out
+ * those values again, perhaps to the same jobs; a worker still holding
+ * such a lost claim could then finish the new claim's job.  Promotion
+ * starts a new timeline, so no token after it equals one before it
+ * (while the sequence stays below 2^48, and for 32,767 timelines).  On
+ * timeline 1 tokens are the sequence's values, as before.
+ */
+static int64
+FencingTokenBase(void)
+{
+	TimeLineID	timeline = GetWALInsertionTimeLine();
+
+	return (int64) ((timeline - 1) % 32767) << 48;
+}
+
+/*
  * Claim the candidates: one UPDATE that re-checks what the search relied
  * on.  A 1.0 claim passes the lease's end; from 1.1 the lease itself, NULL
  * for the queue's default, applied in SQL.
@@ -300,8 +325,8 @@ static void
 ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 				const ClaimTerms *terms)
 {
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	/* all in one partition (the usual case): the UPDATE starts on that one only */
 	JobTable	table = found->searched != JOBS_ALL ? found->searched
 		: OidIsValid(found->partition) && !found->several
@@ -319,6 +344,7 @@ ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 	else
 		args[3] = TimestampTzGetDatum(QueueTimeAfter(call->now, terms->lease));
 	args[4] = PointerGetDatum(terms->worker);
+	args[5] = Int64GetDatum(FencingTokenBase());
 	QueueExecuteOn(call, PLAN_CLAIM_UPDATE, table, args, nulls, SPI_OK_UPDATE_RETURNING);
 }
 
@@ -390,6 +416,7 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 		return 0;
 	/* a claimed job falls due again when its lease ends */
 	NoteJobDueAt(SpiTimestampTz(0, CLAIMED_RESERVED_UNTIL));
+	CountJobs(DatumGetTextPP(queue), JOB_CLAIMED, (int64) SPI_processed);
 	AddClaimedInClaimOrder(call, &found, use_position ? &start : NULL);
 	return (int) SPI_processed;
 }
@@ -452,7 +479,7 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 	TimestampTz wait_until;
 	bool		waiting;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	queues = ArgQueues(fcinfo, 0, &queue_names, &queue_count);
 	terms.lease = ArgOptionalLease(fcinfo, 1, "lease");
 	if (terms.lease == NULL && !JqCallSince(&call, JQ_API_1_1))

@@ -87,6 +87,13 @@ SpiTextCopy(uint64 row, int column)
 	return DatumGetTextPCopy(SpiValue(row, column));
 }
 
+/* A text column, valid until the result is released (not copied). */
+text *
+SpiText(uint64 row, int column)
+{
+	return DatumGetTextPP(SpiValue(row, column));
+}
+
 /* A jsonb column, copied out of SPI's memory into the current context. */
 Jsonb *
 SpiJsonbCopy(uint64 row, int column)

@@ -492,7 +492,7 @@ jobqueue_rotate(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_3);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_3);
 	if (!PG_ARGISNULL(0))
 	{
 		ring = PG_GETARG_INT32(0);

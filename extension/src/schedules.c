@@ -83,7 +83,7 @@ jobqueue_schedule_set(PG_FUNCTION_ARGS)
 	TimestampTz from;
 	Datum		args[UPSERT_NARGS];
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_2);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_2);
 	args[UPSERT_NAME] = PointerGetDatum(ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX));
 	args[UPSERT_CRON] = CStringGetTextDatum(ArgCron(fcinfo, 1, &schedule));
 	args[UPSERT_JOB_NAME] = PointerGetDatum(ArgNameText(fcinfo, 2, "job_name", NULL,
@@ -122,7 +122,7 @@ jobqueue_schedule_remove(PG_FUNCTION_ARGS)
 	Datum		args[1];
 	bool		removed;
 
-	JqCallBegin(&call, fcinfo, JQ_API_1_2);
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_2);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX));
 	removed = RunAlone(&call, PLAN_SCHEDULE_REMOVE, args, NULL, SPI_OK_DELETE) == 1;
 	PG_RETURN_BOOL(removed);
@@ -330,7 +330,7 @@ Tick(FunctionCallInfo fcinfo, JqApiVersion version)
 	TimestampTz *windows = palloc(sizeof(TimestampTz) * CATCH_UP_LIMIT);
 	List	   *wake = NIL;
 
-	JqCallBegin(&call, fcinfo, version);
+	JqCallBeginWriting(&call, fcinfo, version);
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	/* a handled schedule is no longer due, so the next batch holds others */

@@ -168,6 +168,13 @@ SELECT :pushed = :claimed AND queue_delete(:claimed, :token) AS deleted \gset
 SELECT :'deleted'::boolean AND NOT EXISTS (SELECT 1 FROM queue_jobs WHERE id = :pushed) AND queue_pending('package') = 0;
 SQL
 
+# This server does not preload jobqueue: the counters say they need it,
+# and nothing else minds.
+counters=$(q -v VERBOSITY=sqlstate -c 'SELECT count(*) FROM queue_counters()' 2>&1)
+hint=$(q -c 'SELECT count(*) FROM queue_counters()' 2>&1)
+check "without preload: queue_counters() fails with 55000 naming shared_preload_libraries" \
+    "$([[ $counters == *55000* && $hint == *shared_preload_libraries* ]] && echo t || echo f)" "$counters / $hint"
+
 q -c 'CREATE DATABASE jq_package_update' || die "create database jq_package_update"
 check_sql "CREATE EXTENSION jobqueue VERSION '1.0', then ALTER EXTENSION UPDATE reaches $EXTVERSION" \
     -d jq_package_update -c "CREATE EXTENSION jobqueue VERSION '1.0'" -c 'ALTER EXTENSION jobqueue UPDATE' \

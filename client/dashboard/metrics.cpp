@@ -16,17 +16,20 @@ struct CounterFamily {
     std::int64_t QueueCounters::*field;
 };
 
+// The help texts say what README.md's queue_counters table says.
 const CounterFamily kCounterFamilies[] = {
-    {"jobqueue_jobs_pushed_total", "Jobs pushed, since the server started or the counters were reset.",
+    {"jobqueue_jobs_pushed_total",
+     "Jobs pushed (queue_push, queue_push_many, schedules), since the server started or queue_counters_reset().",
      &QueueCounters::pushed},
-    {"jobqueue_jobs_claimed_total", "Jobs handed to a worker by a claim.", &QueueCounters::claimed},
-    {"jobqueue_jobs_completed_total", "Jobs completed (deleted by their worker).", &QueueCounters::completed},
-    {"jobqueue_jobs_released_total", "Jobs given back by their worker for another attempt.",
+    {"jobqueue_jobs_claimed_total", "Jobs handed out by queue_reserve.", &QueueCounters::claimed},
+    {"jobqueue_jobs_completed_total", "Jobs deleted by their worker (queue_delete, queue_delete_many).",
+     &QueueCounters::completed},
+    {"jobqueue_jobs_released_total", "Jobs given back for another attempt (queue_release, queue_release_many).",
      &QueueCounters::released},
-    {"jobqueue_jobs_retried_total", "Failed jobs requeued (queue_retry_failed).", &QueueCounters::retried},
-    {"jobqueue_jobs_failed_total", "Jobs moved to the failed table.", &QueueCounters::failed},
-    {"jobqueue_jobs_expired_total", "Jobs failed because their deadline passed or their last lease ran out.",
-     &QueueCounters::expired},
+    {"jobqueue_jobs_retried_total", "Jobs requeued from the failed table (queue_retry_failed).",
+     &QueueCounters::retried},
+    {"jobqueue_jobs_failed_total", "Jobs moved to the failed table, for any reason.", &QueueCounters::failed},
+    {"jobqueue_jobs_expired_total", "Jobs found by a claim with their lease run out.", &QueueCounters::expired},
 };
 
 }  // namespace

@@ -179,7 +179,7 @@ struct Lease {
 // One row of queue_counters(): what happened to a queue's jobs since the
 // server started (or since queue_counters_reset()).
 struct QueueCounters {
-    std::string queue;
+    std::string queue;  // "" for the row of the queues beyond those the server counts by name
     std::int64_t pushed = 0;
     std::int64_t claimed = 0;
     std::int64_t completed = 0;

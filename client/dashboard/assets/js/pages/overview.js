@@ -47,7 +47,8 @@ export function mount(root) {
     el('h3', {}, 'Queues'),
     el('table', { className: 'grid', dataset: { testid: 'queues' } },
       el('thead', {}, el('tr', {},
-        ['Queue', 'State', 'Pending', 'Delayed', 'Reserved', 'Failed', 'Oldest pending', ''].map((h) => el('th', {}, h)))),
+        ['Queue', 'State', 'Pending', 'Delayed', 'Reserved', 'Failed', 'Oldest pending', '']
+          .map((h, i) => el('th', { className: i >= 2 && i <= 6 ? 'n' : '' }, h)))),
       body),
     el('p', {}, 'Failed jobs in all: ', failedTotal, ' ', el('a', { href: '#/failed' }, 'see them')));
 

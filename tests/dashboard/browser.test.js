@@ -254,7 +254,8 @@ async function failedJobs(page, dialogs) {
 }
 
 async function escaping(page) {
-  const payload = { html: '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">' };
+  // no quotes in the handler: JSON's escaped quotes would break it and hide a missing escape
+  const payload = { html: '<script>window.__pwned=1</script><img src=x onerror=window.__pwned=2>' };
   const name = '<img src=x onerror="window.__pwned=3">';
   const error = '<img src=x onerror="window.__pwned=4"><script>window.__pwned=5</script> & more';
   const queue = 'jq_dash_<i>x</i>';
@@ -266,6 +267,8 @@ async function escaping(page) {
   check('job page: the payload is shown as its text, pretty-printed', text === JSON.stringify(payload, null, 2), text);
   check('job page: the job name is shown as text',
     (await page.$eval('[data-testid="job-name"]', (n) => n.textContent)) === name);
+  const made = await page.evaluate(() => document.querySelectorAll('#page img, #page script').length);
+  check('job page: no element was made from the payload or the name', made === 0, made);
   await page.goto(ADMIN + '/#/job/' + failedId);
   const lastError = await until(() => page.$eval('[data-testid="job-last-error"]',
     (n, expected) => (n.textContent === expected ? n.textContent : ''), error));

@@ -134,6 +134,30 @@ start_dashboard readonly main -- --read-only || { check "start the read-only das
 start_dashboard auth main -- --auth-file "$WORK/auth" || { check "start the dashboard with credentials" f; finish; }
 start_dashboard producer main PGUSER=jq_dash_producer -- || { check "start the producer-tier dashboard" f; finish; }
 start_dashboard plain plain -- || { check "start the dashboard without counters" f; finish; }
+# Bound to every address it warns without credentials, and not with them.
+bind_warning() { # bind_warning ENVIRONMENT...: prints the dashboard's stderr once it serves
+    local p pid log=$WORK/bind.log
+    p=$(_jq_pick_port "$port") || return 1
+    port=$((p + 1))
+    (source "$WORK/main.env"; exec env "$@" "$JOBQUEUE_BIN" dashboard --listen "0.0.0.0:$p") > "$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do grep -q '^jobqueue dashboard on' "$log" && break; sleep 0.1; done
+    kill -TERM "$pid"
+    for _ in $(seq 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2> /dev/null; then
+        kill -KILL "$pid"
+        echo "(did not stop on SIGTERM)"
+    fi
+    wait "$pid"
+    cat "$log"
+}
+out=$(bind_warning JOBQUEUE_DASHBOARD_AUTH=)
+check "--listen 0.0.0.0 without credentials warns on stderr" \
+    "$([[ $out == *"warning: the dashboard listens on 0.0.0.0:"*"without credentials"* ]] && echo t || echo f)" "$out"
+out=$(bind_warning JOBQUEUE_DASHBOARD_AUTH="bearer t0ken")
+check "--listen 0.0.0.0 with credentials does not warn, and stops on SIGTERM" \
+    "$([[ $out == *"(credentials required)"* && $out != *warning* && $out != *"did not stop"* ]] && echo t || echo f)" "$out"
+
 export DASH_AUTH_USER=ops DASH_AUTH_PASSWORD="s3cret pass"
 export DASH_MAIN_ENV=$WORK/main.env DASH_PLAIN_ENV=$WORK/plain.env DASH_ROOT=$ROOT
 

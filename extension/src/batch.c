@@ -393,6 +393,7 @@ typedef struct IdToken
 	int64		token;
 	bool		taken;			/* an id given twice completes once */
 	JobTable	table;			/* where it was found */
+	text	   *queue;			/* the job's */
 } IdToken;
 
 /*
@@ -421,7 +422,7 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 		{
 			int64		id = SpiInt8(row, 1);
 
-			/* columns: id, token (NULL while nobody holds the job) */
+			/* columns: id, token (NULL while nobody holds the job), queue */
 			for (int i = 0; i < left_count; i++)
 				if (DatumGetInt64(left[i]) == id)
 					left[i--] = left[--left_count];
@@ -431,6 +432,7 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 			current[found].token = SpiInt8(row, 2);
 			current[found].taken = false;
 			current[found].table = tables[t];
+			current[found].queue = SpiTextCopy(row, 3);
 			found++;
 			NoteJobFoundIn(tables[t]);
 		}
@@ -487,6 +489,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (match == NULL || match->taken || match->token != tokens[i])
 			continue;
 		match->taken = true;
+		CountJobs(match->queue, JOB_COMPLETED, 1);
 		done[done_count] = ids[i];
 		done_tables[done_count] = match->table;
 		done_count++;
@@ -504,8 +507,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (in_table == 0)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
-		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE_RETURNING);
-		CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
+		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE);
 	}
 	SPI_finish();
 

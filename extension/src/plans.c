@@ -487,12 +487,12 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* Batch completion: lock the jobs, pair tokens in C, then delete. */
 	[PLAN_LOCK_CLAIMED_MANY][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "SELECT id, token FROM @J@ WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
+		JQ_HOT_PATH_MARK "SELECT id, token, queue FROM @J@ WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
 		1, {INT8ARRAYOID},
 		.per_partition = true
 	},
 	[PLAN_DELETE_IDS][JQ_API_1_1] = {
-		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1) RETURNING queue",
+		JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1)",
 		1, {INT8ARRAYOID},
 		.per_partition = true
 	},

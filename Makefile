@@ -43,7 +43,8 @@ OBJS = \
 	extension/src/duehint.o \
 	extension/src/claimpos.o \
 	extension/src/ring.o \
-	extension/src/counters.o
+	extension/src/counters.o \
+	extension/src/browse.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH
@@ -72,9 +73,11 @@ REGRESS = \
 	ring \
 	counters \
 	plans \
+	browse \
 	upgrade \
 	upgrade_1_2 \
-	upgrade_1_3
+	upgrade_1_3 \
+	upgrade_1_4
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

@@ -28,6 +28,18 @@ RULES = {
     "lease": ("JQ_DEFAULT_LEASE_SECONDS", "'{} seconds'", True),  # NULL: the queue's
 }
 
+# The same, for an argument whose default differs between functions:
+# (function, argument) -> rule, looked up before RULES.
+FUNCTION_RULES = {
+    ("queue_overview", "count_cap"): ("JQ_DEFAULT_COUNT_CAP", "{}", False),
+    ("queue_jobs_page", "max_rows"): ("JQ_DEFAULT_PAGE_ROWS", "{}", False),
+    ("queue_leases", "max_rows"): ("JQ_DEFAULT_LEASE_ROWS", "{}", False),
+}
+
+# The function whose signature an argument belongs to: the last one
+# created before it.
+FUNCTION_RE = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+@extschema@\.(\w+)")
+
 DEFAULT_RE = re.compile(
     r"(?:^|[(,])\s*(?P<name>[a-z_]+)\s+[a-z\[\]]+(?:\s+NOT NULL)?\s+DEFAULT\s+"
     r"(?P<value>'[^']*'|[^\s,)]+)",
@@ -50,8 +62,11 @@ def main():
     if not scripts:
         failures.append("no SQL scripts found under extension/scripts")
     for script in scripts:
-        for m in DEFAULT_RE.finditer(script.read_text()):
-            rule = RULES.get(m.group("name"))
+        text = script.read_text()
+        for m in DEFAULT_RE.finditer(text):
+            functions = FUNCTION_RE.findall(text, 0, m.start())
+            function = functions[-1] if functions else None
+            rule = FUNCTION_RULES.get((function, m.group("name")), RULES.get(m.group("name")))
             if rule is None:
                 continue
             macro, spelling, null_allowed = rule

@@ -25,6 +25,9 @@
 #define JQ_DEFAULT_FAILED_ROWS		50
 #define JQ_DEFAULT_TIME_ZONE		"UTC"
 #define JQ_DEFAULT_CRON_COUNT		1
+#define JQ_DEFAULT_COUNT_CAP		10000	/* queue_overview (1.4) */
+#define JQ_DEFAULT_PAGE_ROWS		50		/* queue_jobs_page (1.4) */
+#define JQ_DEFAULT_LEASE_ROWS		200		/* queue_leases (1.4) */
 
 /* Lengths, in characters (not bytes). */
 #define JQ_QUEUE_NAME_MAX		64
@@ -38,6 +41,9 @@
 #define JQ_MAX_ATTEMPTS_LIMIT	1000000
 #define JQ_MAX_JOBS_LIMIT		10000	/* per claim, and per batch call */
 #define JQ_CRON_COUNT_LIMIT		1000
+#define JQ_COUNT_CAP_LIMIT		10000000	/* queue_overview's count_cap */
+#define JQ_PAGE_ROWS_LIMIT		1000	/* queue_jobs_page's max_rows */
+#define JQ_LEASE_ROWS_LIMIT		10000	/* queue_leases' max_rows */
 
 /* Spans. */
 #define JQ_LEASE_MIN_SECONDS	1

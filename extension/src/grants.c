@@ -35,7 +35,8 @@ typedef enum QueueTier
 /* Pushing and looking at the backlog. */
 static const char *const producer_functions[] = {
 	"queue_push", "queue_push_many", "queue_pending", "queue_stats",
-	"queue_failed_count", "queue_list", "queue_cron_next", "queue_counters", NULL
+	"queue_failed_count", "queue_list", "queue_cron_next", "queue_counters",
+	"queue_overview", NULL
 };
 
 /* Claiming and finishing jobs. */

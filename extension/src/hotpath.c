@@ -24,19 +24,33 @@
  * of the same statement (bench/, sql/plans.sql) shows the plan the
  * extension runs.
  *
+ * The dashboard's reads (browse.c) are not hot, but they too must stay
+ * cheap at millions of jobs on a long-lived connection that may have
+ * planned them on an empty table, and each reads index ranges (capped
+ * counts, loose index scans) that a sequential or bitmap scan would read
+ * whole.  A statement marked JQ_INDEX_PLAN_MARK is planned with those two
+ * ruled out; sorts stay allowed (a page is sorted by id, the leases by
+ * worker).  Nor are they compiled by JIT: the generic plan's costs of
+ * their capped counts (LIMIT $n + 1, n unknown to the planner) run into
+ * millions whatever the table holds, far above jit_above_cost, while they
+ * run in milliseconds; compiling them took 750 ms a call.  Only
+ * JQ_HOT_PATH_MARK statements are listed as hot
+ * (jobqueue_hot_path_statements in plans.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
 
+#include "jit/jit.h"
 #include "optimizer/cost.h"
 #include "optimizer/planner.h"
 
 static planner_hook_type previous_planner_hook = NULL;
 
 static bool
-IsHotPathStatement(const char *query_string)
+HasMark(const char *query_string, const char *mark)
 {
-	return query_string != NULL && strstr(query_string, JQ_HOT_PATH_MARK) != NULL;
+	return query_string != NULL && strstr(query_string, mark) != NULL;
 }
 
 static PlannedStmt *
@@ -55,14 +69,16 @@ HotPathPlanner(Query *parse, const char *query_string, int cursor_options,
 	bool		saved_seqscan = enable_seqscan;
 	bool		saved_bitmapscan = enable_bitmapscan;
 	bool		saved_sort = enable_sort;
+	bool		hot = HasMark(query_string, JQ_HOT_PATH_MARK);
 	PlannedStmt *result;
 
-	if (!IsHotPathStatement(query_string))
+	if (!hot && !HasMark(query_string, JQ_INDEX_PLAN_MARK))
 		return PlanStatement(parse, query_string, cursor_options, bound_params);
 
 	enable_seqscan = false;
 	enable_bitmapscan = false;
-	enable_sort = false;
+	if (hot)
+		enable_sort = false;
 	PG_TRY();
 	{
 		result = PlanStatement(parse, query_string, cursor_options, bound_params);
@@ -74,6 +90,8 @@ HotPathPlanner(Query *parse, const char *query_string, int cursor_options,
 		enable_sort = saved_sort;
 	}
 	PG_END_TRY();
+	if (!hot)
+		result->jitFlags = PGJIT_NONE;
 	return result;
 }
 

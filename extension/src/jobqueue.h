@@ -33,6 +33,7 @@
  *   claimpos.c  - shared memory: where a queue's claims start their search
  *   ring.c      - the storage ring: partitions emptied by rotation (1.3)
  *   counters.c  - shared memory: jobs pushed, claimed, ... per queue (1.4)
+ *   browse.c    - the dashboard's reads: overview, pages, one job, leases (1.4)
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
@@ -155,6 +156,13 @@ typedef enum QueuePlanId
 	/* since 1.3 */
 	PLAN_RING_LIVE_JOBS,
 	PLAN_RING_MOVE,
+	/* since 1.4 */
+	PLAN_OVERVIEW,
+	PLAN_PAGE_CANDIDATES,
+	PLAN_PAGE_SORTED,
+	PLAN_PAGE_BY_ID,
+	PLAN_JOB,
+	PLAN_LEASES,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
@@ -310,6 +318,8 @@ extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz n
 
 /* hotpath.c: hot-path statements keep index plans whatever the statistics */
 #define JQ_HOT_PATH_MARK "/* jobqueue hot path */ "
+/* the same for statements that must read indexes but may sort (not hot path) */
+#define JQ_INDEX_PLAN_MARK "/* jobqueue index plan */ "
 extern void JobqueueInstallPlannerHook(void);
 
 /* claimpos.c: where a queue's claims start their search (with preload) */

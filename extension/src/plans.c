@@ -73,15 +73,26 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 #define HELD "(NOT ready AND token IS NOT NULL)"
 
 /*
- * The backlog per queue at time $1.  reserved: held by a live lease;
- * delayed: not held, due later; pending: the rest (due now, including jobs
- * whose lease ran out).
+ * The three states of a job at time "now" (a statement's parameter), as
+ * README defines them for queue_stats: reserved = held by a live lease;
+ * delayed = not held, due later; pending = the rest (due now, including
+ * jobs whose lease ran out).  Every statement that tells the states apart
+ * (the reports, the dashboard's reads in browse.c) says it with these.
  */
+#define IS_PENDING(now) "(available_at <= " now ")"
+#define IS_DELAYED(now) "(available_at > " now " AND NOT " HELD ")"
+#define IS_RESERVED(now) "(available_at > " now " AND " HELD ")"
+/* The state's name; the three rules cover every job, so it is never NULL. */
+#define JOB_STATE(now) \
+	"CASE WHEN " IS_PENDING(now) " THEN 'pending' WHEN " IS_DELAYED(now) " THEN 'delayed'" \
+	" WHEN " IS_RESERVED(now) " THEN 'reserved' END"
+
+/* The backlog per queue at time $1. */
 #define BACKLOG_COUNTS \
 	"SELECT queue," \
-	"  pg_catalog.count(*) FILTER (WHERE available_at <= $1) AS pending," \
-	"  pg_catalog.count(*) FILTER (WHERE available_at > $1 AND NOT " HELD ") AS delayed," \
-	"  pg_catalog.count(*) FILTER (WHERE available_at > $1 AND " HELD ") AS reserved," \
+	"  pg_catalog.count(*) FILTER (WHERE " IS_PENDING("$1") ") AS pending," \
+	"  pg_catalog.count(*) FILTER (WHERE " IS_DELAYED("$1") ") AS delayed," \
+	"  pg_catalog.count(*) FILTER (WHERE " IS_RESERVED("$1") ") AS reserved," \
 	"  pg_catalog.count(*) AS total" \
 	" FROM @J@ GROUP BY queue"
 
@@ -177,6 +188,90 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 	"   available_at, ready, last_error, created_at)" \
 	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" \
 	" FROM moved"
+
+/*
+ * ---- 1.4: the dashboard's reads (browse.c) ----
+ *
+ * They must stay cheap at millions of jobs, so no statement counts or
+ * sorts a whole queue: every row they read comes from an index range
+ * (JQ_INDEX_PLAN_MARK keeps sequential and bitmap scans out of their plans
+ * whatever the statistics, hotpath.c), and counts stop at a cap.
+ */
+
+/* The rows of from_where counted up to cap + 1: exact up to cap. */
+#define CAPPED_COUNT(from_where, cap) \
+	"(SELECT pg_catalog.count(*) FROM (SELECT 1 FROM " from_where " LIMIT " cap " + 1) capped)"
+
+/*
+ * name(queue): the distinct queues of table's rows that satisfy cond, one
+ * index descent each (a loose index scan over an index that leads with
+ * queue: the claim index for ready jobs, the waiting index for the
+ * others, the failed table's queue index), and a NULL row last.
+ */
+#define LOOSE_QUEUES(name, table, cond) \
+	name "(queue) AS (" \
+	" SELECT (SELECT pg_catalog.min(t.queue) FROM " table " t WHERE " cond ")" \
+	" UNION ALL" \
+	" SELECT (SELECT pg_catalog.min(t.queue) FROM " table " t WHERE " cond " AND t.queue > l.queue)" \
+	" FROM " name " l WHERE l.queue IS NOT NULL)"
+
+/*
+ * priorities(priority): the distinct priorities of queue's ready jobs,
+ * highest first, one descent of the claim index each, and a NULL row
+ * last.  The claim index orders a queue's ready jobs by priority, then
+ * available_at: so within one priority the jobs due by a moment, or after
+ * it, are one range of it.
+ */
+#define READY_PRIORITIES(queue) \
+	"priorities(priority) AS (" \
+	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND j.queue = " queue \
+	"   ORDER BY j.priority DESC LIMIT 1)" \
+	" UNION ALL" \
+	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND j.queue = " queue \
+	"   AND j.priority < p.priority ORDER BY j.priority DESC LIMIT 1)" \
+	" FROM priorities p WHERE p.priority IS NOT NULL)"
+
+/*
+ * The ready jobs of queue that satisfy cond, as j: one claim-index range
+ * per priority of "priorities".  tail (a LIMIT, or OFFSET 0) keeps each
+ * range a scan of its own: a join the planner could flatten would read
+ * the queue's whole range of the index.
+ */
+#define READY_BY_PRIORITY(columns, queue, cond, tail) \
+	"priorities p CROSS JOIN LATERAL (SELECT " columns " FROM @J@ j" \
+	" WHERE j.ready AND j.queue = " queue " AND j.priority = p.priority AND " cond tail ") j"
+
+/*
+ * The candidates of a page of queue $1's jobs in state $3 (NULL: every
+ * state) at time $2: the jobs of the index ranges that can hold such jobs,
+ * each arm run only for the states it serves (a condition on $3 alone is
+ * a one-time filter).  A superset of the state: the caller keeps the rows
+ * whose JOB_STATE is $3.  Pending: the queue's ready jobs, and its waiting
+ * ones due by $2; delayed or reserved: its waiting jobs due after $2 and
+ * (delayed) its ready ones due after $2, which only a clock set back
+ * leaves behind.  A ready job is never held.
+ */
+#define PAGE_CANDIDATES(columns, ready_tail) \
+	"WITH RECURSIVE " READY_PRIORITIES("$1") \
+	" SELECT " columns " FROM @J@ j WHERE j.ready AND j.queue = $1" \
+	"   AND ($3 IS NULL OR $3 = 'pending')" \
+	" UNION ALL" \
+	" SELECT " columns " FROM " READY_BY_PRIORITY(columns, "$1", IS_DELAYED("$2"), ready_tail) \
+	"   WHERE $3 = 'delayed'" \
+	" UNION ALL" \
+	" SELECT " columns " FROM @J@ j WHERE NOT j.ready AND j.queue = $1 AND $3 IS NULL" \
+	" UNION ALL" \
+	" SELECT " columns " FROM @J@ j WHERE NOT j.ready AND j.queue = $1 AND " IS_PENDING("$2") \
+	"   AND $3 = 'pending'" \
+	" UNION ALL" \
+	" SELECT " columns " FROM @J@ j WHERE NOT j.ready AND j.queue = $1 AND NOT " IS_PENDING("$2") \
+	"   AND $3 IN ('delayed', 'reserved')"
+
+/* What queue_jobs_page returns of a job at time $2, and its state filter $3. */
+#define PAGE_COLUMNS \
+	"j.id, j.name, " JOB_STATE("$2") ", j.priority, j.attempts, j.max_attempts, j.available_at," \
+	" j.reserved_by, j.reserved_until, j.unique_key, j.deadline, j.created_at"
+#define PAGE_IN_STATE "($3 IS NULL OR " JOB_STATE("$2") " = $3)"
 
 static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_PUSH][JQ_API_1_0] = {
@@ -301,14 +396,14 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* Claimable now: available_at has come (for a held job: its lease ran out). */
 	[PLAN_PENDING_ALL][JQ_API_1_0] = {
-		"SELECT pg_catalog.count(*) FROM @J@ WHERE available_at <= $1",
+		"SELECT pg_catalog.count(*) FROM @J@ WHERE " IS_PENDING("$1"),
 		1, {TIMESTAMPTZOID}
 	},
 	/* Spelt per "ready" so each arm can use its partial index. */
 	[PLAN_PENDING_QUEUE][JQ_API_1_0] = {
 		"SELECT pg_catalog.count(*) FROM @J@"
-		" WHERE (ready AND queue = $2 AND available_at <= $1)"
-		"    OR (NOT ready AND queue = $2 AND available_at <= $1)",
+		" WHERE (ready AND queue = $2 AND " IS_PENDING("$1") ")"
+		"    OR (NOT ready AND queue = $2 AND " IS_PENDING("$1") ")",
 		2, {TIMESTAMPTZOID, TEXTOID}
 	},
 	[PLAN_STATS][JQ_API_1_0] = {
@@ -662,6 +757,100 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		2, {INT2OID, TIMESTAMPTZOID},
 		.per_partition = true
 	},
+
+	/* ---- 1.4: the dashboard's reads (browse.c) ---- */
+
+	/*
+	 * Every queue that has jobs, failed rows or settings, with its backlog
+	 * at $1 counted up to the cap $2 (columns as queue_overview returns
+	 * them).  The oldest pending job is the one due first: the least
+	 * available_at of the queue's waiting jobs due by $1 (the head of the
+	 * waiting index) and of the head of each of its priorities.
+	 */
+	[PLAN_OVERVIEW][JQ_API_1_4] = {
+		JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
+		LOOSE_QUEUES("ready_queues", "@J@", "t.ready") ", "
+		LOOSE_QUEUES("waiting_queues", "@J@", "NOT t.ready") ", "
+		LOOSE_QUEUES("failed_queues", "@S@.queue_failed_jobs", "true") ", "
+		"queues(queue) AS ("
+		"  SELECT queue FROM ready_queues WHERE queue IS NOT NULL"
+		"  UNION SELECT queue FROM waiting_queues WHERE queue IS NOT NULL"
+		"  UNION SELECT queue FROM failed_queues WHERE queue IS NOT NULL"
+		"  UNION SELECT queue FROM @S@.queue_settings)"
+		" SELECT q.queue, coalesce(s.paused, false),"
+		"  least(c.pending, $2), least(c.delayed, $2), least(c.reserved, $2), least(c.failed, $2),"
+		"  greatest(c.pending, c.delayed, c.reserved, c.failed) > $2, c.oldest_pending_at"
+		" FROM queues q"
+		" LEFT JOIN @S@.queue_settings s ON s.queue = q.queue"
+		" CROSS JOIN LATERAL (WITH RECURSIVE " READY_PRIORITIES("q.queue")
+		"  SELECT "
+		CAPPED_COUNT("@J@ j WHERE j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2") " + "
+		CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2")
+		"   AS pending, "
+		CAPPED_COUNT(READY_BY_PRIORITY("1", "q.queue", IS_DELAYED("$1"), " LIMIT $2 + 1"), "$2") " + "
+		CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_DELAYED("$1"), "$2")
+		"   AS delayed, "
+		CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_RESERVED("$1"), "$2")
+		"   AS reserved, "
+		CAPPED_COUNT("@S@.queue_failed_jobs f WHERE f.queue = q.queue", "$2") " AS failed,"
+		"  least((SELECT pg_catalog.min(j.available_at) FROM "
+		READY_BY_PRIORITY("j.available_at", "q.queue", IS_PENDING("$1"),
+						  " ORDER BY j.available_at LIMIT 1") "),"
+		"   (SELECT j.available_at FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue AND "
+		IS_PENDING("$1") " ORDER BY j.available_at LIMIT 1)) AS oldest_pending_at"
+		" ) c"
+		" ORDER BY q.queue COLLATE \"C\"",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+
+	/*
+	 * A page of queue $1's jobs in state $3 at $2, after id $4, at most $5:
+	 * from its candidates sorted by id when they are few (counted up to
+	 * the cap $4 first), else in id order along the primary keys, reading
+	 * every queue's jobs from $4 on until $5 of queue $1 are found.
+	 */
+	[PLAN_PAGE_CANDIDATES][JQ_API_1_4] = {
+		JQ_INDEX_PLAN_MARK "SELECT pg_catalog.count(*) FROM ("
+		PAGE_CANDIDATES("1", " LIMIT $4 + 1") " LIMIT $4 + 1) candidates",
+		4, {TEXTOID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+	},
+	/*
+	 * OFFSET 0 keeps "id > $4" out of the arms: there it would let the
+	 * planner take a partition's primary key for one, where the statistics
+	 * of a partition holding one big queue make "queue = $1" look useless.
+	 */
+	[PLAN_PAGE_SORTED][JQ_API_1_4] = {
+		JQ_INDEX_PLAN_MARK "SELECT " PAGE_COLUMNS
+		" FROM (" PAGE_CANDIDATES("j.*", " OFFSET 0") " OFFSET 0) j"
+		" WHERE j.id > $4 AND " PAGE_IN_STATE " ORDER BY j.id LIMIT $5",
+		5, {TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID, INT4OID}
+	},
+	[PLAN_PAGE_BY_ID][JQ_API_1_4] = {
+		JQ_INDEX_PLAN_MARK "SELECT " PAGE_COLUMNS " FROM @J@ j"
+		" WHERE j.queue = $1 AND j.id > $4 AND " PAGE_IN_STATE " ORDER BY j.id LIMIT $5",
+		5, {TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID, INT4OID}
+	},
+
+	/* One job by id at $2, live or failed (a job is never in both tables); no token. */
+	[PLAN_JOB][JQ_API_1_4] = {
+		JQ_INDEX_PLAN_MARK "SELECT id, queue, name, " JOB_STATE("$2") ", payload, priority, attempts,"
+		"  max_attempts, available_at, reserved_by, reserved_until, unique_key, deadline,"
+		"  last_error, created_at, NULL::pg_catalog.timestamptz"
+		" FROM @J@ WHERE id = $1"
+		" UNION ALL"
+		" SELECT id, queue, name, 'failed', payload, priority, attempts, max_attempts,"
+		"  NULL, NULL, NULL, NULL, NULL, error, created_at, failed_at"
+		" FROM @S@.queue_failed_jobs WHERE id = $1",
+		2, {INT8OID, TIMESTAMPTZOID}
+	},
+
+	/* The jobs held by a live lease at $1 (along the waiting index), at most $2; no token. */
+	[PLAN_LEASES][JQ_API_1_4] = {
+		JQ_INDEX_PLAN_MARK "SELECT reserved_by, queue, id, name, attempts, reserved_until FROM @J@"
+		" WHERE NOT ready AND " IS_RESERVED("$1")
+		" ORDER BY reserved_by COLLATE \"C\", reserved_until, id LIMIT $2",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
 };
 
 /* Statement names, for the listing of hot-path plans (tests, bench). */
@@ -715,6 +904,12 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_SCHEDULE_ADVANCE] = "schedule_advance",
 	[PLAN_RING_LIVE_JOBS] = "ring_live_jobs",
 	[PLAN_RING_MOVE] = "ring_move",
+	[PLAN_OVERVIEW] = "overview",
+	[PLAN_PAGE_CANDIDATES] = "page_candidates",
+	[PLAN_PAGE_SORTED] = "page_sorted",
+	[PLAN_PAGE_BY_ID] = "page_by_id",
+	[PLAN_JOB] = "job",
+	[PLAN_LEASES] = "leases",
 };
 
 static Oid	cached_schema = InvalidOid;

@@ -139,6 +139,20 @@ suite_dashboard() {
 }
 SUITES+=(dashboard)
 
+# High availability: a hot standby, fencing tokens across a promotion, and a
+# failover in the middle of a drain with synchronous and with asynchronous
+# streaming replication, on servers of its own (ports 56000-56099). Needs the
+# tool and the standby tests of the client (built here when missing).
+suite_failover() {
+    if [[ ! -f build/client/CMakeCache.txt ]]; then
+        cmake -S client -B build/client -DJOBQUEUE_BUILD_TESTS=ON -DJOBQUEUE_WERROR=ON \
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo > build/client-cmake.log
+    fi
+    cmake --build build/client -j 2 --target jobqueue_cli jobqueue_standby_tests > /dev/null
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue JQ_PGBIN=$JQ_PGBIN timeout 180 bash tests/failover/run.sh
+}
+SUITES+=(failover)
+
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.
 #   SUITES+=(client cli)

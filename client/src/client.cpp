@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,6 +20,17 @@ struct Client::Owned {
 
 namespace {
 
+// Prints the server's notices on stderr as libpq does, except the one a
+// server sends each session as it shuts down or is killed (57P01, 57P02,
+// 57P03: "terminating connection due to ..."): the ConnectionError of the
+// next call says the same, and a worker logs it once per outage, not once
+// per connection.
+void print_notice(void*, const PGresult* notice) {
+    const char* state = PQresultErrorField(notice, PG_DIAG_SQLSTATE);
+    if (state != nullptr && std::strncmp(state, "57P0", 4) == 0) return;
+    std::fputs(PQresultErrorMessage(notice), stderr);
+}
+
 pg::ConnPtr open_connection(const std::string& conninfo) {
     pg::ConnPtr conn(PQconnectdb(conninfo.c_str()));
     if (!conn) throw ConnectionError("jobqueue: out of memory creating a connection");
@@ -27,6 +39,7 @@ pg::ConnPtr open_connection(const std::string& conninfo) {
         while (!message.empty() && message.back() == '\n') message.pop_back();
         throw ConnectionError("jobqueue: cannot connect: " + message, "08001");
     }
+    PQsetNoticeReceiver(conn.get(), print_notice, nullptr);
     return conn;
 }
 
@@ -62,6 +75,19 @@ std::string server_message(const PGresult* r, PGconn* conn) {
 // and 57P0x (the server shutting down) say so themselves.
 bool connection_lost(const char* state) {
     return state == nullptr || std::strncmp(state, "57P", 3) == 0 || std::strncmp(state, "08", 2) == 0;
+}
+
+// Whether the server refused a write because it is a standby: SQLSTATE
+// 25006 (read-only transaction) from a server that reports in_hot_standby
+// (PostgreSQL 14 and later send it, and its change at promotion). A
+// connection that reaches a standby (the primary of before a failover, or
+// a host picked without target_session_attrs=read-write) is of no use for a
+// queue; a read-only transaction of the caller's own gives 25006 too, but on
+// a server that is not a standby, and stays an ordinary error.
+bool refused_by_standby(const char* state, PGconn* conn) {
+    if (state == nullptr || std::strcmp(state, "25006") != 0) return false;
+    const char* standby = PQparameterStatus(conn, "in_hot_standby");
+    return standby != nullptr && std::strcmp(standby, "on") == 0;
 }
 
 // A time column is sent as microseconds since the epoch, exactly.
@@ -172,7 +198,16 @@ Client::Result Client::call(const char* statement, const std::string& sql,
         if (sent.executed && writes && autocommit) throw InDoubtError(message, "08007");
         throw ConnectionError(message, state ? state : "08006");
     }
+    if (refused_by_standby(state, conn_)) standby_refused(server_message(r, conn_));
     throw_error("jobqueue: " + server_message(r, conn_), state ? state : "");
+}
+
+// The server is a standby: nothing was written. An owned connection is
+// dropped, so that reconnect() lets libpq pick a host again (the primary,
+// with target_session_attrs=read-write); a borrowed one stays the caller's.
+void Client::standby_refused(const std::string& message) {
+    if (owned_) broken_ = true;
+    throw ConnectionError("jobqueue: the server is a standby: " + message, "25006");
 }
 
 bool Client::transaction_pooled() {
@@ -200,6 +235,7 @@ void Client::execute(const std::string& sql) {
         if (committing) throw InDoubtError(message, "08007");
         throw ConnectionError(message, state ? state : "08006");
     }
+    if (refused_by_standby(state, conn_)) standby_refused(server_message(r.get(), conn_));
     throw_error("jobqueue: " + server_message(r.get(), conn_), state ? state : "");
 }
 

@@ -10,8 +10,8 @@
 
 namespace jobqueue {
 
-Completer::Completer(Settings settings, Count count, Report report)
-    : settings_(std::move(settings)), count_(std::move(count)), report_(std::move(report)) {}
+Completer::Completer(Settings settings, ConnectionLog& connections, Count count, Report report)
+    : settings_(std::move(settings)), connections_(connections), count_(std::move(count)), report_(std::move(report)) {}
 
 Completer::~Completer() {
     try {
@@ -59,7 +59,8 @@ void Completer::stop(std::chrono::steady_clock::time_point deadline) {
 
 void Completer::loop() {
     try {
-        (void)connection();  // at once, so the first flush does not wait for it
+        ConnectionLog::Generation tag;
+        (void)connection(tag);  // at once, so the first flush does not wait for it
     } catch (const ConnectionError&) {
         // the first flush connects, with retries
     }
@@ -120,9 +121,14 @@ std::vector<std::int64_t> Completer::send(Client& client, const Group& group) {
     return {};
 }
 
-Client& Completer::connection() {
-    if (!client_) client_.emplace(settings_.connection);
-    else if (!client_->healthy()) client_->reconnect();
+Client& Completer::connection(ConnectionLog::Generation& tag) {
+    if (!client_ || !client_->healthy()) {
+        tag = connections_.generation();
+        if (!client_) client_.emplace(settings_.connection);
+        else client_->reconnect();
+        opened_ = tag;
+    }
+    tag = opened_;
     return *client_;
 }
 
@@ -139,7 +145,9 @@ bool Completer::pause(std::chrono::milliseconds span) {
 // was lost is in doubt: the ids the call returned are kept, and the server is
 // asked whether the transaction committed. Sending again is safe in every
 // case, since each pair is fenced by its token; asking first is what keeps
-// the jobs the first try did record from being counted lost.
+// the jobs the first try did record from being counted lost. After a
+// failover the new primary may not know the transaction at all: an id
+// beyond its own ("in the future", 22023) never committed there.
 std::optional<std::vector<std::int64_t>> Completer::record(const Group& group, Tally& tally) {
     struct InDoubt {
         std::int64_t transaction;
@@ -148,11 +156,20 @@ std::optional<std::vector<std::int64_t>> Completer::record(const Group& group, T
     std::optional<InDoubt> in_doubt;
     Backoff backoff(std::chrono::milliseconds(100), settings_.max_reconnect_delay);
     for (;;) {
+        ConnectionLog::Generation tag = 0;
         try {
-            Client& client = connection();
+            Client& client = connection(tag);
             if (in_doubt) {
-                const auto status = client.transaction_status(in_doubt->transaction);
-                if (status && *status == "committed") return std::move(in_doubt->acted);
+                std::optional<std::string> status;
+                try {
+                    status = client.transaction_status(in_doubt->transaction);
+                } catch (const InvalidArgument&) {
+                    status.reset();  // in the future: not committed here
+                }
+                if (status && *status == "committed") {
+                    connections_.working();
+                    return std::move(in_doubt->acted);
+                }
                 if (status && *status == "in progress") {
                     // the old session has not ended yet: ask again shortly
                     if (!pause(backoff.next())) return std::nullopt;
@@ -169,9 +186,11 @@ std::optional<std::vector<std::int64_t>> Completer::record(const Group& group, T
                 in_doubt = InDoubt{transaction, std::move(acted)};
                 throw;
             }
+            connections_.working();
             return acted;
-        } catch (const ConnectionError&) {
+        } catch (const ConnectionError& e) {
             ++tally.reconnects;
+            connections_.lost(e.what(), tag);
             if (!pause(backoff.next())) return std::nullopt;
         } catch (const Error& e) {
             try {

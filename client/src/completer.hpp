@@ -10,7 +10,8 @@
 // Each call runs in a transaction of its own whose id is noted before its
 // COMMIT: when the answer to the COMMIT is lost, the completer asks the
 // server (on a new connection) whether that transaction committed, and so
-// counts every outcome exactly once, even then.
+// counts every outcome exactly once, even then. Its lost connections and
+// its successes are told to the worker's ConnectionLog, like every thread's.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "connection_log.hpp"
 #include "jobqueue/client.hpp"
 #include "jobqueue/worker.hpp"
 
@@ -48,7 +50,7 @@ public:
     using Count = std::function<void(const Tally&)>;
     using Report = std::function<void(const char* what, const Error&)>;
 
-    Completer(Settings settings, Count count, Report report);
+    Completer(Settings settings, ConnectionLog& connections, Count count, Report report);
     ~Completer();
     Completer(const Completer&) = delete;
     Completer& operator=(const Completer&) = delete;
@@ -80,14 +82,19 @@ private:
     // completer gave up.
     std::optional<std::vector<std::int64_t>> record(const Group& group, Tally& tally);
     std::vector<std::int64_t> send(Client& client, const Group& group);
-    Client& connection();
+    // The thread's connection, opened or re-opened when broken; tag is set
+    // to the generation it was opened in (before opening: a failure to
+    // connect carries the current one).
+    Client& connection(ConnectionLog::Generation& tag);
     // Sleeps before the next try; false once the stop deadline has passed.
     bool pause(std::chrono::milliseconds span);
 
     const Settings settings_;
+    ConnectionLog& connections_;
     const Count count_;
     const Report report_;
     std::optional<Client> client_;  // the completer thread's own
+    ConnectionLog::Generation opened_ = 0;  // client_'s generation
 
     std::mutex mutex_;
     std::condition_variable changed_;

@@ -10,6 +10,7 @@
 
 #include "backoff.hpp"
 #include "completer.hpp"
+#include "connection_log.hpp"
 
 namespace jobqueue {
 
@@ -48,7 +49,9 @@ void WorkerOptions::validate() const {
     (void)pooler_mode_or_environment(connection.pooler);  // a bad JOBQUEUE_POOLER fails here, not in a thread
 }
 
-Worker::Worker(WorkerOptions options) : options_(std::move(options)) {
+Worker::Worker(WorkerOptions options)
+    : options_(std::move(options)),
+      connections_(std::make_unique<ConnectionLog>([](const std::string& line) { std::cerr << (line + "\n"); })) {
     options_.validate();
     if (options_.name.empty()) options_.name = default_worker_name();
     if (options_.max_batch == 0) options_.max_batch = options_.threads + options_.claim_ahead;
@@ -92,11 +95,14 @@ template <typename Attempt>
 bool Worker::with_retries(Attempt&& attempt, const std::atomic<bool>& give_up) {
     Backoff backoff(std::chrono::milliseconds(100), options_.max_reconnect_delay);
     for (;;) {
+        std::uint64_t tag = 0;
         try {
-            attempt();
+            attempt(tag);
+            connections_->working();
             return true;
-        } catch (const ConnectionError&) {
+        } catch (const ConnectionError& e) {
             ++reconnects_;
+            connections_->lost(e.what(), tag);
             if (give_up) return false;
             sleep_for(backoff.next());
         }
@@ -104,18 +110,30 @@ bool Worker::with_retries(Attempt&& attempt, const std::atomic<bool>& give_up) {
 }
 
 template <typename Op>
-bool Worker::with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up) {
+bool Worker::with_reconnect(Client& client, std::uint64_t& opened, Op&& op, const std::atomic<bool>& give_up) {
     return with_retries(
-        [&] {
-            if (!client.healthy()) client.reconnect();
+        [&](std::uint64_t& tag) {
+            if (!client.healthy()) {
+                tag = connections_->generation();
+                client.reconnect();
+                opened = tag;
+            }
+            tag = opened;
             op();
         },
         give_up);
 }
 
-std::optional<Client> Worker::connect(const std::atomic<bool>& give_up) {
+std::optional<Client> Worker::connect(std::uint64_t& opened, const std::atomic<bool>& give_up) {
     std::optional<Client> client;
-    if (!with_retries([&] { client.emplace(options_.connection); }, give_up)) return std::nullopt;
+    if (!with_retries(
+            [&](std::uint64_t& tag) {
+                tag = connections_->generation();
+                client.emplace(options_.connection);
+                opened = tag;
+            },
+            give_up))
+        return std::nullopt;
     return client;
 }
 
@@ -131,6 +149,7 @@ void Worker::start() {
     completer_ = std::make_unique<Completer>(
         Completer::Settings{options_.connection, options_.completion_batch_size, options_.completion_flush_interval,
                             options_.max_reconnect_delay},
+        *connections_,
         [this](const Completer::Tally& t) {
             completed_ += t.completed;
             retried_ += t.retried;
@@ -157,7 +176,8 @@ int Worker::claim_ahead_now() const {
 // Claims batches sized to the idle handler threads plus claim_ahead_now();
 // when nothing is due it waits for a wake-up (or sleeps) at most poll_interval.
 void Worker::dispatcher_loop() {
-    auto client = connect(stopping_);
+    std::uint64_t opened = 0;
+    auto client = connect(opened, stopping_);
     if (!client) return;
     while (!stopping_) {
         int free_slots;
@@ -178,7 +198,7 @@ void Worker::dispatcher_loop() {
                              std::nullopt};
         if (options_.wait_in_server) claim.wait = std::min(options_.poll_interval, kServerWaitSlice);
         try {
-            if (!with_reconnect(*client, [&] { jobs = client->reserve(claim); }, stopping_)) break;
+            if (!with_reconnect(*client, opened, [&] { jobs = client->reserve(claim); }, stopping_)) break;
         } catch (const InvalidArgument&) {
             // the server refused the worker's own options: no retry can help
             {
@@ -194,7 +214,7 @@ void Worker::dispatcher_loop() {
             }
             // e.g. the role lacks the worker tier: say so, and try again later
             report_error("claim", e);
-            wait_for_wakeup(*client);
+            wait_for_wakeup(*client, opened);
             continue;
         }
         if (!jobs.empty()) {
@@ -204,16 +224,16 @@ void Worker::dispatcher_loop() {
             work_.notify_all();
             continue;
         }
-        if (!options_.wait_in_server) wait_for_wakeup(*client);
+        if (!options_.wait_in_server) wait_for_wakeup(*client, opened);
     }
-    release_unstarted(*client);
+    release_unstarted(*client, opened);
 }
 
 // Nothing was due: wait for a NOTIFY wake-up (or just sleep) at most
 // poll_interval, in short slices so that a stop is noticed at once. Through
 // a transaction pooler a LISTEN stays behind on whichever server connection
 // ran it, so notifications never arrive: only sleep there.
-void Worker::wait_for_wakeup(Client& client) {
+void Worker::wait_for_wakeup(Client& client, std::uint64_t& opened) {
     const auto slice = std::chrono::milliseconds(200);
     auto until = std::chrono::steady_clock::now() + options_.poll_interval;
     while (!stopping_) {
@@ -221,7 +241,7 @@ void Worker::wait_for_wakeup(Client& client) {
         if (left.count() <= 0) return;
         bool listen = false;
         if (options_.use_notify &&
-            !with_reconnect(client, [&] { listen = !client.transaction_pooled(); }, stopping_))
+            !with_reconnect(client, opened, [&] { listen = !client.transaction_pooled(); }, stopping_))
             return;
         if (!listen) {
             std::unique_lock<std::mutex> lock(mutex_);
@@ -229,8 +249,18 @@ void Worker::wait_for_wakeup(Client& client) {
             return;
         }
         std::optional<std::string> woken;
-        // a lost connection here only costs the wait: reconnect and go on
-        if (!with_reconnect(client, [&] { woken = client.wait(std::min(left, slice)); }, stopping_)) return;
+        try {
+            // a lost connection here only costs the wait: reconnect and go on
+            if (!with_reconnect(client, opened, [&] { woken = client.wait(std::min(left, slice)); }, stopping_))
+                return;
+        } catch (const Error& e) {
+            // the server refused the LISTEN: sleep instead (an exception
+            // leaving the dispatcher thread would end the process)
+            report_error("listening for wake-ups", e);
+            std::unique_lock<std::mutex> lock(mutex_);
+            changed_.wait_for(lock, left, [&] { return stopping_.load(); });
+            return;
+        }
         if (woken) return;
     }
 }
@@ -243,7 +273,7 @@ void Worker::report_error(const char* what, const Error& e) {
 }
 
 // Claimed jobs that no handler started go back at once.
-void Worker::release_unstarted(Client& client) {
+void Worker::release_unstarted(Client& client, std::uint64_t& opened) {
     std::deque<Claimed> left;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -255,7 +285,7 @@ void Worker::release_unstarted(Client& client) {
     try {
         // one try: when it fails the leases run out and the jobs come back anyway
         with_reconnect(
-            client,
+            client, opened,
             [&] { (void)client.release_many(claims, std::chrono::milliseconds(0), "worker stopped before running it"); },
             stopping_);
     } catch (const Error& e) {
@@ -332,7 +362,8 @@ void Worker::record(const Job& job, const Outcome& outcome) {
 
 // Every running job whose lease is half used gets a fresh lease.
 void Worker::heartbeat_loop() {
-    auto client = connect(hard_stop_);
+    std::uint64_t opened = 0;
+    auto client = connect(opened, hard_stop_);
     if (!client) return;
     const auto half = options_.lease / 2;
     const auto tick = std::max(std::chrono::milliseconds(50), options_.lease / 8);
@@ -340,7 +371,7 @@ void Worker::heartbeat_loop() {
     while (!hard_stop_) {
         sleep_for(tick);
         if (hard_stop_) break;
-        tick_schedules(*client, next_schedule_tick);
+        tick_schedules(*client, opened, next_schedule_tick);
         std::vector<std::pair<Job, std::shared_ptr<JobContext>>> due;
         auto now = std::chrono::steady_clock::now();
         {
@@ -354,7 +385,8 @@ void Worker::heartbeat_loop() {
             auto started = std::chrono::steady_clock::now();
             try {
                 if (!with_reconnect(
-                        *client, [&] { extended = client->extend(job.id, job.token, options_.lease); }, hard_stop_))
+                        *client, opened, [&] { extended = client->extend(job.id, job.token, options_.lease); },
+                        hard_stop_))
                     break;
             } catch (const Error& e) {
                 report_error("extending a lease", e);
@@ -370,11 +402,11 @@ void Worker::heartbeat_loop() {
 
 // Recurring schedules: queue_tick() every tick_interval. A database whose
 // extension predates schedules (no queue_tick: 42883) turns this off.
-void Worker::tick_schedules(Client& client, std::chrono::steady_clock::time_point& next_tick) {
+void Worker::tick_schedules(Client& client, std::uint64_t& opened, std::chrono::steady_clock::time_point& next_tick) {
     if (options_.tick_interval.count() == 0 || stopping_ || std::chrono::steady_clock::now() < next_tick) return;
     next_tick = std::chrono::steady_clock::now() + options_.tick_interval;
     try {
-        with_reconnect(client, [&] { (void)client.tick(); }, hard_stop_);
+        with_reconnect(client, opened, [&] { (void)client.tick(); }, hard_stop_);
     } catch (const Error& e) {
         if (e.sqlstate() == "42883") {
             options_.tick_interval = std::chrono::milliseconds(0);

@@ -1574,6 +1574,26 @@ TEST_F(ClientTest, ErrorInsideTransactionBlock) {
     EXPECT_EQ(client.pending(q), 0);
 }
 
+// A read-only transaction of the caller's own refuses a push with 25006, as
+// a standby does; but the server is no standby (in_hot_standby is off), so
+// it is an ordinary error and the connection stays (standby_test.cpp has
+// the standby's side).
+TEST_F(ClientTest, ReadOnlyTransactionIsNotAStandby) {
+    auto q = queue();
+    client.execute("BEGIN READ ONLY");
+    try {
+        (void)client.push("n", {}, on(q));
+        ADD_FAILURE() << "a push in a read-only transaction succeeded";
+    } catch (const jobqueue::ConnectionError& e) {
+        ADD_FAILURE() << "taken for a lost connection: " << e.what();
+    } catch (const jobqueue::Error& e) {
+        EXPECT_EQ(e.sqlstate(), "25006") << e.what();
+    }
+    EXPECT_TRUE(client.healthy());
+    client.execute("ROLLBACK");
+    EXPECT_GT(client.push("n", {}, on(q)), 0);
+}
+
 // A role without a tier gets PermissionDenied; with the producer tier it can push but not reserve.
 TEST_F(ClientTest, PermissionDenied) {
     auto q = queue();

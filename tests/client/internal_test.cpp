@@ -1,12 +1,15 @@
 // internal_test.cpp: the library's internal helpers, with no server: the
-// reconnection backoff and the UTF-8 counts.
+// reconnection backoff, the worker's outage log and the UTF-8 counts.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "backoff.hpp"
+#include "connection_log.hpp"
 #include "utf8.hpp"
 
 using namespace std::chrono_literals;
@@ -73,4 +76,85 @@ TEST(Utf8, ValidReplacesEveryBadByte) {
     EXPECT_EQ(jobqueue::utf8::valid("\xED\xA0\x80"), "???");             // surrogate
     EXPECT_EQ(jobqueue::utf8::valid("\xF4\x90\x80\x80"), "????");        // over U+10FFFF
     EXPECT_EQ(jobqueue::utf8::valid(std::string("a\0b", 3)), "a?b");     // NUL
+}
+
+// ---- ConnectionLog: one line when an outage begins, one when it ends
+
+namespace {
+
+struct Lines {
+    std::vector<std::string> lines;
+    jobqueue::ConnectionLog log{[this](const std::string& line) { lines.push_back(line); }};
+
+    [[nodiscard]] int starting(const std::string& prefix) const {
+        int n = 0;
+        for (const auto& line : lines) n += line.rfind(prefix, 0) == 0;
+        return n;
+    }
+};
+
+// Runs f on a thread of its own (the log tells threads apart), and waits.
+template <typename F>
+void on_thread(F&& f) {
+    std::thread t(std::forward<F>(f));
+    t.join();
+}
+
+}  // namespace
+
+// Three threads lose the same server, each retries many times: one line
+// when it went, one when the last of them is back, with the first error.
+TEST(ConnectionLog, OneOutageOfManyThreadsIsTwoLines) {
+    Lines out;
+    const auto tag = out.log.generation();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+        threads.emplace_back([&out, tag] {
+            for (int retry = 0; retry < 20; ++retry) out.log.lost("server closed the connection", tag);
+        });
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(out.lines.size(), 1u);
+    EXPECT_EQ(out.lines[0], "jobqueue worker: connection lost (server closed the connection); reconnecting");
+    // two of the three are back: the outage goes on
+    std::vector<std::thread> back;
+    for (int t = 0; t < 2; ++t) back.emplace_back([&out] { out.log.working(); });
+    for (auto& t : back) t.join();
+    EXPECT_EQ(out.lines.size(), 1u);
+    // successes of threads that never failed change nothing either
+    on_thread([&out] { out.log.working(); });
+    EXPECT_EQ(out.lines.size(), 1u);
+}
+
+TEST(ConnectionLog, TheLastThreadBackEndsTheOutage) {
+    Lines out;
+    const auto tag = out.log.generation();
+    out.log.lost("gone", tag);  // this thread
+    on_thread([&out, tag] {
+        out.log.lost("gone too", tag);
+        out.log.working();
+    });
+    EXPECT_EQ(out.starting("jobqueue worker: reconnected after "), 0);
+    out.log.working();
+    ASSERT_EQ(out.lines.size(), 2u);
+    EXPECT_EQ(out.starting("jobqueue worker: connection lost (gone); reconnecting"), 1);
+    EXPECT_EQ(out.lines[1].rfind("jobqueue worker: reconnected after ", 0), 0u) << out.lines[1];
+    EXPECT_EQ(out.lines[1].substr(out.lines[1].size() - 2), " s");
+}
+
+// A thread that was idle through an outage finds its old connection broken
+// only afterwards: the same outage, not a new line; if its new connection
+// fails too, the server is gone again: a new outage.
+TEST(ConnectionLog, AConnectionFromBeforeAnEndedOutageIsNotANewOutage) {
+    Lines out;
+    const auto before = out.log.generation();
+    out.log.lost("restart", before);
+    out.log.working();
+    ASSERT_EQ(out.lines.size(), 2u);
+    on_thread([&out, before] { out.log.lost("broken pipe", before); });
+    EXPECT_EQ(out.lines.size(), 2u);
+    const auto now = out.log.generation();
+    EXPECT_GT(now, before);
+    on_thread([&out, now] { out.log.lost("no server", now); });
+    ASSERT_EQ(out.lines.size(), 3u);
+    EXPECT_EQ(out.lines[2], "jobqueue worker: connection lost (no server); reconnecting");
 }

@@ -16,6 +16,9 @@ import time
 
 import psycopg2
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from checks import Checks  # noqa: E402,F401  (the suites import it from here)
+
 
 def connect(dbname, autocommit=True, settings=None):
     """A connection to dbname; settings ({name: value}) are SET for the session."""
@@ -75,31 +78,6 @@ class Database:
 
     def connect(self, autocommit=True, settings=None):
         return connect(self.name, autocommit, settings)
-
-
-class Checks:
-    """Named checks; finish() prints "N passed, N failed" and the exit status."""
-
-    def __init__(self, suite):
-        self.suite = suite
-        self.passed = 0
-        self.failed = 0
-        self.started = time.monotonic()
-
-    def check(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"ok   {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}{': ' + str(detail) if detail else ''}")
-        sys.stdout.flush()
-        return ok
-
-    def finish(self):
-        print(f"{self.suite}: {time.monotonic() - self.started:.0f}s")
-        print(f"{self.passed} passed, {self.failed} failed")
-        return 1 if self.failed else 0
 
 
 class Rotations:

@@ -198,6 +198,8 @@ private:
     Result call(const char* statement, const std::string& sql, const std::vector<std::optional<std::string>>& params,
                 bool writes);
     std::string fn(const char* name) const;
+    // Throws the ConnectionError of a write refused by a standby.
+    [[noreturn]] void standby_refused(const std::string& message);
     std::vector<FailedJob> failed_rows(const char* statement, const std::string& arguments,
                                        const std::vector<std::optional<std::string>>& params);
 

@@ -21,7 +21,10 @@ private:
     std::string sqlstate_;
 };
 
-// The connection could not be made or was lost (class 08, or no answer).
+// The connection could not be made or was lost (class 08, or no answer),
+// or it reaches a standby, which refused a write (25006 from a server in hot
+// standby): either way, reconnect (libpq picks the primary among its hosts
+// with target_session_attrs=read-write); a standby's refusal wrote nothing.
 class ConnectionError : public Error {
 public:
     using Error::Error;

@@ -7,8 +7,11 @@
 // and friends) every few milliseconds; a heartbeat thread extends the lease
 // of any job still running at half its lease and, every tick_interval,
 // calls queue_tick() for recurring schedules. Lost connections are re-opened
-// with backoff; completions are fenced by the claim's token, so repeating
-// one after a lost answer can neither lose nor double-complete a job.
+// with backoff (a server that refuses writes because it is a standby counts
+// as lost: libpq then looks for the primary among its hosts), and each
+// outage is logged on stderr once, when it begins and when it ends, however
+// many threads notice it; completions are fenced by the claim's token, so
+// repeating one after a lost answer can neither lose nor double-complete a job.
 #pragma once
 
 #include <atomic>
@@ -139,6 +142,7 @@ struct WorkerCounters {
 };
 
 class Completer;
+class ConnectionLog;
 
 class Worker {
 public:
@@ -192,22 +196,26 @@ private:
     [[nodiscard]] int claim_ahead_now() const;
     void handler_loop();
     void heartbeat_loop();
-    void tick_schedules(Client& client, std::chrono::steady_clock::time_point& next_tick);
+    void tick_schedules(Client& client, std::uint64_t& opened, std::chrono::steady_clock::time_point& next_tick);
     void run_job(const Job& job, JobContext& context);
     void record(const Job& job, const Outcome& outcome);
-    void release_unstarted(Client& client);
+    void release_unstarted(Client& client, std::uint64_t& opened);
     void release_running(Client& client);
-    // Runs attempt until it does not lose the connection, pausing with
-    // backoff and jitter between tries. Returns false once give_up is set
-    // and the last try still failed.
+    // Runs attempt(tag) until it does not lose the connection, pausing with
+    // backoff and jitter between tries; attempt sets tag to the generation
+    // of the connection it used (see ConnectionLog), which is told of every
+    // loss and success. Returns false once give_up is set and the last try
+    // still failed.
     template <typename Attempt>
     bool with_retries(Attempt&& attempt, const std::atomic<bool>& give_up);
-    // The same for op on client, re-opening its connection before each retry.
+    // The same for op on client, re-opening its connection before each
+    // retry; opened: the generation its connection was opened in.
     template <typename Op>
-    bool with_reconnect(Client& client, Op&& op, const std::atomic<bool>& give_up);
-    // A connection of the thread's own, retried until it opens or give_up.
-    std::optional<Client> connect(const std::atomic<bool>& give_up);
-    void wait_for_wakeup(Client& client);
+    bool with_reconnect(Client& client, std::uint64_t& opened, Op&& op, const std::atomic<bool>& give_up);
+    // A connection of the thread's own, retried until it opens or give_up;
+    // opened is set to its generation.
+    std::optional<Client> connect(std::uint64_t& opened, const std::atomic<bool>& give_up);
+    void wait_for_wakeup(Client& client, std::uint64_t& opened);
     void report_error(const char* what, const Error& e);
     void sleep_for(std::chrono::milliseconds span);
     // Wake every waiting thread after a stop flag changed.
@@ -235,6 +243,7 @@ private:
 
     std::atomic<std::int64_t> claimed_{0}, completed_{0}, retried_{0}, failed_{0}, lost_{0}, reconnects_{0};
 
+    std::unique_ptr<ConnectionLog> connections_;  // every thread's losses and successes, one line per outage
     std::unique_ptr<Completer> completer_;  // from start()
     std::thread dispatcher_;
     std::thread heartbeat_;

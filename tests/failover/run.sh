@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tests/failover/run.sh - jobqueue across a failover with PostgreSQL's own
+# streaming replication (pg_basebackup -R, pg_ctl promote).
+#
+# Each part starts primaries and standbys of its own (tests/failover/replica.py),
+# on ports of JQ_FAILOVER_PORTS (56000-56099) with their sockets in a directory
+# made here, and stops them on every exit path; whatever a killed part left
+# running there is stopped by this script's trap, which then removes the
+# directory (kept with JQ_FAILOVER_KEEP=1, for the servers' logs).
+#   standby.py        a hot standby: reads work, writes fail at once with
+#                     25006, the ticker idles; the client and a worker on it;
+#                     after promotion: ticker, waiting claims, claim positions,
+#                     delayed jobs
+#   tokens.py         fencing tokens after a promotion that lost the old
+#                     primary's last claims
+#   failover.py sync  a failover in the middle of a drain, synchronous
+#   failover.py async the same, asynchronous, with a lagging standby
+# Needs the jobqueue tool (JOBQUEUE_BIN, default build/client/cli/jobqueue)
+# and tests/client's jobqueue_standby_tests (JQ_STANDBY_TESTS). The parts'
+# timeouts add up to 170 s. Last line: "N passed, N failed" (checks).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# scripts/test.sh runs this with its own cluster exported: not ours
+unset PGHOST PGPORT PGDATABASE PGUSER JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG
+export JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/15/bin}
+export JOBQUEUE_BIN=${JOBQUEUE_BIN:-$PWD/build/client/cli/jobqueue}
+
+JQ_FAILOVER_DIR=$(mktemp -d /tmp/jq-fo.XXXXXX) || exit 1
+export JQ_FAILOVER_DIR
+[[ $(id -u) -eq 0 ]] && chown postgres: "$JQ_FAILOVER_DIR"
+
+as_postgres() {
+    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
+}
+
+cleanup() {
+    local pid_file
+    for pid_file in "$JQ_FAILOVER_DIR"/*/*/data/postmaster.pid; do
+        [[ -f $pid_file ]] || continue
+        as_postgres "$JQ_PGBIN/pg_ctl" -D "$(dirname "$pid_file")" -m immediate -w -s stop 2> /dev/null || true
+    done
+    if [[ -z ${JQ_FAILOVER_KEEP:-} ]]; then
+        rm -rf -- "$JQ_FAILOVER_DIR"
+    else
+        echo "kept $JQ_FAILOVER_DIR"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT HUP
+
+passed=0
+failed=0
+run_part() { # run_part SECONDS program [args]: adds the program's "N passed, N failed"
+    local seconds=$1 out rc p f
+    shift
+    echo "== $*"
+    out=$(timeout "$seconds" /usr/bin/python3 "$@" 2>&1)
+    rc=$?
+    echo "$out"
+    if [[ $(tail -n 1 <<< "$out") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    else
+        p=0 f=1
+        echo "FAIL $* did not finish (exit $rc)"
+    fi
+    (( rc != 0 && f == 0 )) && f=1
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
+run_part 55 tests/failover/standby.py
+run_part 20 tests/failover/tokens.py
+run_part 45 tests/failover/failover.py sync
+run_part 50 tests/failover/failover.py async
+
+echo "$passed passed, $failed failed"
+(( failed == 0 ))

@@ -453,6 +453,79 @@ def churn_rows(f, w):
               f"{'' if vacuuming is None else f'; a VACUUM on a partition in {vacuuming:.0%} of them'} | | | |")
 
 
+# ---------------------------------------------------------------- dashboard
+# run.sh's dashboard reads (name, label); the figures are keyed
+# dashboard.NAME.0 (the small backlog) and dashboard.NAME.1 (the big one)
+DASH_READS = (("overview", "queue_overview() (SQL)"),
+              ("http_overview", "GET /api/overview"),
+              ("http_metrics", "GET /metrics"),
+              ("overview_cap1000", "queue_overview(1000) (SQL), for reference"),
+              ("page_tiny", "queue_jobs_page('dash_tiny') (SQL), 5 % of the jobs"),
+              ("page_bulk", "queue_jobs_page('dash_bulk') (SQL), 40 % of the jobs"),
+              ("page_mail_reserved", "queue_jobs_page('dash_mail', 'reserved') (SQL)"),
+              ("leases", "queue_leases() (SQL), 200 rows at most"))
+
+
+def dash_sizes(f):
+    sizes = f.text("meta.dash_sizes", "10000 1000000").split()
+    return [f"{int(x):,}" for x in sizes] if len(sizes) == 2 else ["small", "big"]
+
+
+def dashboard_goals(f):
+    small, big = dash_sizes(f)
+    goals = [(f"dashboard: {label}, {big} vs {small} jobs (time)", f"dashboard.{name}.1", f"dashboard.{name}.0",
+              "<=", 2) for name, label in DASH_READS[:3]]
+    goals.append((f"dashboard: queue_overview(1000), {big} vs {small} jobs (time)", "dashboard.overview_cap1000.1",
+                  "dashboard.overview_cap1000.0", "ref", 2))
+    goals.append(("dashboard: one-job drain, 8 workers, a dashboard polling every second vs none",
+                  "dashboard.drain.polled", "dashboard.drain.quiet", ">=", 0.97))
+    return goals
+
+
+def dashboard_rows(f, w):
+    if not f.values("dashboard.drain.quiet") and not f.values("dashboard.overview.0"):
+        return
+    small, big = dash_sizes(f)
+    jobs = [f.med(f"dashboard.jobs.{i}") for i in (0, 1)]
+    failed = [f.med(f"dashboard.failed_rows.{i}") for i in (0, 1)]
+    w(f"| 11 dashboard | backlogs: jobs in queue_jobs / failed rows (5 queues; built in "
+      f"{fmt(f.med('dashboard.fill_secs'))} s) | | {count_text(jobs[0])} / {count_text(failed[0])}; "
+      f"{count_text(jobs[1])} / {count_text(failed[1])} | medians of {f.text('meta.dash_rounds')} rounds of "
+      f"{f.text('meta.dash_calls')} calls, (min–max) of the rounds' medians |")
+    for name, label in DASH_READS:
+        k0, k1 = f"dashboard.{name}.0", f"dashboard.{name}.1"
+        if not f.values(k0):
+            continue
+        for k, size in ((k0, small), (k1, big)):
+            w(f"| 11 dashboard | {label} at {size} jobs (ms) | 1 | {fmt(f.med(k), 'ms')}{spread(f, k, 'ms')}, "
+              f"p90 {fmt(f.med(k + '.p90_ms'), 'ms')} | "
+              f"{'' if k == k0 else f'{fmt(ratio(f.med(k1), f.med(k0)))}× {small}'} |")
+    if f.med("dashboard.http") == 0:
+        w("| 11 dashboard | GET /api/overview, /metrics | | n/a | no JQ_DASHBOARD_BIN: SQL only |")
+    for i, size in ((0, small), (1, big)):
+        n = f.med(f"dashboard.plans.seq_or_bitmap.{i}")
+        if n is not None:
+            w(f"| 11 dashboard | sequential or bitmap scans of queue_jobs / queue_failed_jobs in the reads' "
+              f"plans at {size} jobs | | {count_text(n)} | "
+              f"{count_text(f.med(f'dashboard.plans.statements.{i}'))} statements explained |")
+    problems = f.values("dashboard.stop_problems")
+    if problems:
+        w(f"| 11 dashboard | dashboards that did not end cleanly on SIGTERM (status ≠ 0, or still there after 5 s) | | "
+          f"{count_text(sum(problems))} | see run.sh's output and dashboard-*.log |")
+    quiet, polled = f.values("dashboard.drain.quiet"), f.values("dashboard.drain.polled")
+    if quiet:
+        figure_row("11 dashboard", "one-job drain, no dashboard", 8, "dashboard.drain.quiet", None, "ref", w=w, f=f)
+        figure_row("11 dashboard", "one-job drain, a dashboard polling every second", 8, "dashboard.drain.polled",
+                   "dashboard.drain.quiet", "no dashboard", w=w, f=f)
+        rounds = ", ".join(f"{p / q:.2f}" for q, p in zip(quiet, polled) if q)
+        w(f"| | polled vs none, per round | | | {rounds} |")
+        poll = "dashboard.poll"
+        if f.values(poll):
+            w(f"| | the poller's requests during the drains (ms) | | {fmt(f.med(poll), 'ms')}"
+              f"{spread(f, poll, 'ms')}, p90 {fmt(f.med(poll + '.p90_ms'), 'ms')} | "
+              f"{count_text(sum(f.values(poll + '.n')))} requests |")
+
+
 def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w, f):
     """A Figures row: the figure (median, spread) and its ratio to ref."""
     v = f.med(key)
@@ -542,6 +615,7 @@ def main(raw, versions=None):
     goals += cold_plan_goals()
     goals += worker_goals()
     goals += soak_goals()
+    goals += dashboard_goals(f)
     w("## Goals")
     w("")
     w("| goal | measured | reference | ratio | target | |")
@@ -550,7 +624,8 @@ def main(raw, versions=None):
     units.update({k: "bytes" for _, a, b, _, _ in goals for k in (a, b)
                   if isinstance(k, str) and k.endswith("_bytes")})
     units.update({k: "ms" for _, a, b, _, _ in goals for k in (a, b)
-                  if isinstance(k, str) and (k.endswith("_ms") or k.startswith("cold."))})
+                  if isinstance(k, str) and (k.endswith("_ms") or k.startswith("cold.")
+                                             or (k.startswith("dashboard.") and not k.startswith("dashboard.drain")))})
     for label, a, b, op, target in goals:
         # the reference is a key of raw.tsv, or a fixed figure
         va, vb = f.med(a), (b if isinstance(b, (int, float)) else f.med(b))
@@ -652,6 +727,7 @@ def main(raw, versions=None):
     steady_rows(f, w, os.path.dirname(os.path.abspath(raw)))
     worker_rows(f, w)
     soak_rows(f, w, os.path.dirname(os.path.abspath(raw)))
+    dashboard_rows(f, w)
     w("")
 
     # ------------------------------------------------ plans

@@ -126,6 +126,19 @@ suite_ring() { timeout 480 bash tests/ring/run.sh; }
 suite_ring_dump() { timeout 180 bash tests/ring/dump.sh; }
 SUITES+=(ring_stress ring ring_dump)
 
+# `jobqueue dashboard`: headless Debian Chromium (puppeteer-core from npm) on
+# its pages and actions, /metrics read by python3-prometheus-client, and a
+# screenshot of a busy queue, against two clusters of its own
+# (tests/dashboard/run.sh, about 100 s). Builds the tool when the client
+# suite did not.
+suite_dashboard() {
+    jq_install_deps libcpp-httplib-dev pkg-config
+    [[ -f build/client/CMakeCache.txt ]] || cmake -S client -B build/client -DJOBQUEUE_WERROR=ON > build/client-cmake.log
+    cmake --build build/client -j 2 --target jobqueue_cli > /dev/null
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue timeout 240 bash tests/dashboard/run.sh
+}
+SUITES+=(dashboard)
+
 # High availability: a hot standby, fencing tokens across a promotion, and a
 # failover in the middle of a drain with synchronous and with asynchronous
 # streaming replication, on servers of its own (ports 56000-56099). Needs the
@@ -170,7 +183,8 @@ trap on_exit EXIT
 source scripts/install-deps.sh
 source scripts/cluster.sh
 
-jq_install_deps cmake g++ nlohmann-json3-dev libgtest-dev libcli11-dev libhowardhinnant-date-dev bats python3 python3-psycopg2
+jq_install_deps cmake g++ pkg-config nlohmann-json3-dev libgtest-dev libcli11-dev libhowardhinnant-date-dev \
+    libcpp-httplib-dev bats python3 python3-psycopg2
 mkdir -p build
 
 echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"

@@ -174,6 +174,37 @@ BEGIN
     RETURN done;
 END $$;
 
+-- n jobs of queue q as a dashboard sees a busy queue (run.sh, scenario
+-- dashboard), all in queue_jobs: 3 % held by live leases of an hour
+-- (eight workers' names), 5 % delayed by an hour, the rest pending; and 2 %
+-- more in queue_failed_jobs.  The held and failed ones are pushed first at a higher
+-- priority, so the claims that hold or fail them take exactly those.
+CREATE FUNCTION bench_fill_dashboard_queue(q text, n integer)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    held    integer := n * 3 / 100;
+    failed  integer := n * 2 / 100;
+    delayed integer := n * 5 / 100;
+    done    integer;
+BEGIN
+    PERFORM bench_fill_queue(held + failed, 10, '0', q);
+    done := 0;
+    WHILE done < held LOOP
+        done := done + (SELECT count(*) FROM queue_reserve(ARRAY[q], '1 hour',
+                                                'bench-worker-' || (done / 1000) % 8,
+                                                least(1000, held - done)));
+    END LOOP;
+    done := 0;
+    WHILE done < failed LOOP
+        done := done + coalesce((SELECT cardinality(queue_fail_many(array_agg(id), array_agg(token), 'bench failure'))
+                                 FROM queue_reserve(ARRAY[q], '1 hour', 'bench-failer',
+                                                    least(10000, failed - done))), 0);
+    END LOOP;
+    PERFORM bench_fill_queue(delayed, 0, '1 hour', q);
+    PERFORM bench_fill_queue(n - held - delayed, 0, '0', q);
+    RETURN n;
+END $$;
+
 CREATE FUNCTION bench_fill_plain(n integer) RETURNS bigint LANGUAGE sql AS $$
     INSERT INTO plain_jobs (name, payload)
     SELECT 'job', jsonb_build_object('n', i) FROM generate_series(1, n) AS i;

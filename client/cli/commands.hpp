@@ -42,6 +42,9 @@ void add_admin_commands(CLI::App& app, Context& context);  // retry, forget, can
 void add_push_command(CLI::App& app, Context& context);    // push
 void add_work_command(CLI::App& app, Context& context);    // work
 void add_schedule_command(CLI::App& app, Context& context);  // schedule add|remove|list|tick
+#ifdef JOBQUEUE_WITH_DASHBOARD
+void add_dashboard_command(CLI::App& app, Context& context);  // dashboard
+#endif
 
 // Adds --json to a subcommand.
 inline void add_json_flag(CLI::App* command, Context& context) {

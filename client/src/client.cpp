@@ -452,6 +452,117 @@ std::optional<FailedJob> Client::failed_job(std::int64_t id) {
     return std::move(rows.front());
 }
 
+// ---------------------------------------------------------------- browsing
+
+namespace {
+// A nullable text column.
+std::optional<std::string> text_or_none(const char* text, bool null) {
+    if (null) return std::nullopt;
+    return std::string(text);
+}
+}  // namespace
+
+std::vector<QueueOverview> Client::overview(std::optional<int> count_cap) {
+    auto r = call("jobqueue_overview",
+                  "SELECT queue, paused, pending, delayed, reserved, failed, counts_capped, " +
+                      micros("oldest_pending_at") + " FROM " + fn("queue_overview") + "($1::int4)",
+                  {pg::param(count_cap)}, false);
+    std::vector<QueueOverview> out;
+    for (int i = 0; i < r.rows(); ++i) {
+        QueueOverview o;
+        o.queue = r.text(i, 0);
+        o.paused = r.boolean(i, 1);
+        o.pending = r.integer(i, 2);
+        o.delayed = r.integer(i, 3);
+        o.reserved = r.integer(i, 4);
+        o.failed = r.integer(i, 5);
+        o.counts_capped = r.boolean(i, 6);
+        if (!r.null(i, 7)) o.oldest_pending_at = pg::micros_time(r.text(i, 7));
+        out.push_back(std::move(o));
+    }
+    return out;
+}
+
+namespace {
+// The columns queue_jobs_page and queue_job share, in the order
+// read_summary reads them.
+std::string summary_columns() {
+    return "id, name, state, priority, attempts, max_attempts, " + micros("available_at") + ", reserved_by, " +
+           micros("reserved_until") + ", unique_key, " + micros("deadline") + ", " + micros("created_at");
+}
+
+// Reads the columns of summary_columns(), the first of row i (a template,
+// since the Result class is the client's own).
+template <typename Result>
+JobSummary read_summary(const Result& r, int i) {
+    JobSummary j;
+    j.id = r.integer(i, 0);
+    j.name = r.text(i, 1);
+    j.state = r.text(i, 2);
+    j.priority = static_cast<int>(r.integer(i, 3));
+    j.attempts = static_cast<int>(r.integer(i, 4));
+    j.max_attempts = static_cast<int>(r.integer(i, 5));
+    j.available_at = pg::micros_time(r.text(i, 6));
+    j.reserved_by = text_or_none(r.text(i, 7), r.null(i, 7));
+    if (!r.null(i, 8)) j.reserved_until = pg::micros_time(r.text(i, 8));
+    j.unique_key = text_or_none(r.text(i, 9), r.null(i, 9));
+    if (!r.null(i, 10)) j.deadline = pg::micros_time(r.text(i, 10));
+    j.created_at = pg::micros_time(r.text(i, 11));
+    return j;
+}
+
+}  // namespace
+
+std::vector<JobSummary> Client::jobs_page(const std::string& queue, const JobsPageOptions& o) {
+    auto r = call("jobqueue_jobs_page",
+                  "SELECT " + summary_columns() + " FROM " + fn("queue_jobs_page") + "($1, $2, $3::int8, $4::int4)",
+                  {queue, pg::param(o.state), pg::param(o.after_id), pg::param(o.max_rows)}, false);
+    std::vector<JobSummary> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(read_summary(r, i));
+    return out;
+}
+
+std::optional<JobDetail> Client::job(std::int64_t id) {
+    auto r = call("jobqueue_job",
+                  "SELECT " + summary_columns() + ", queue, payload, coalesce(last_error, ''), " + micros("failed_at") +
+                      " FROM " + fn("queue_job") + "($1::int8)",
+                  {std::to_string(id)}, false);
+    if (r.rows() == 0) return std::nullopt;
+    JobDetail d;
+    d.summary = read_summary(r, 0);
+    d.queue = r.text(0, 12);
+    d.payload = nlohmann::json::parse(r.text(0, 13));
+    d.last_error = r.text(0, 14);
+    if (!r.null(0, 15)) d.failed_at = pg::micros_time(r.text(0, 15));
+    return d;
+}
+
+std::vector<Lease> Client::leases(std::optional<int> max_rows) {
+    auto r = call("jobqueue_leases",
+                  "SELECT worker, queue, id, name, attempts, " + micros("reserved_until") + " FROM " +
+                      fn("queue_leases") + "($1::int4)",
+                  {pg::param(max_rows)}, false);
+    std::vector<Lease> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back({r.text(i, 0), r.text(i, 1), r.integer(i, 2), r.text(i, 3), static_cast<int>(r.integer(i, 4)),
+                       pg::micros_time(r.text(i, 5))});
+    return out;
+}
+
+std::vector<QueueCounters> Client::counters() {
+    auto r = call("jobqueue_counters",
+                  "SELECT queue, pushed, claimed, completed, released, retried, failed, expired FROM " +
+                      fn("queue_counters") + "()",
+                  {}, false);
+    std::vector<QueueCounters> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back({r.text(i, 0), r.integer(i, 1), r.integer(i, 2), r.integer(i, 3), r.integer(i, 4),
+                       r.integer(i, 5), r.integer(i, 6), r.integer(i, 7)});
+    return out;
+}
+
+void Client::reset_counters() { call("jobqueue_counters_reset", "SELECT " + fn("queue_counters_reset") + "()", {}, true); }
+
 // ---------------------------------------------------------------- failed jobs
 
 std::int64_t Client::retry_failed(std::optional<std::int64_t> id, std::optional<int> max_attempts) {

@@ -80,6 +80,54 @@ void to_json(nlohmann::json& out, const Schedule& s) {
            {"last_window", or_null(s.last_window)}};
 }
 
+void to_json(nlohmann::json& out, const QueueOverview& o) {
+    out = {{"queue", o.queue},
+           {"paused", o.paused},
+           {"pending", o.pending},
+           {"delayed", o.delayed},
+           {"reserved", o.reserved},
+           {"failed", o.failed},
+           {"counts_capped", o.counts_capped},
+           {"oldest_pending_at", or_null(o.oldest_pending_at)}};
+}
+
+void to_json(nlohmann::json& out, const JobSummary& j) {
+    out = {{"id", j.id},
+           {"name", j.name},
+           {"state", j.state},
+           {"priority", j.priority},
+           {"attempts", j.attempts},
+           {"max_attempts", j.max_attempts},
+           {"available_at", format_time(j.available_at)},
+           {"reserved_by", or_null(j.reserved_by)},
+           {"reserved_until", or_null(j.reserved_until)},
+           {"unique_key", or_null(j.unique_key)},
+           {"deadline", or_null(j.deadline)},
+           {"created_at", format_time(j.created_at)}};
+}
+
+void to_json(nlohmann::json& out, const JobDetail& j) {
+    to_json(out, j.summary);
+    out["queue"] = j.queue;
+    out["payload"] = j.payload;
+    out["last_error"] = j.last_error;
+    out["failed_at"] = or_null(j.failed_at);
+}
+
+void to_json(nlohmann::json& out, const Lease& l) {
+    out = {{"worker", l.worker},
+           {"queue", l.queue},
+           {"id", l.id},
+           {"name", l.name},
+           {"attempts", l.attempts},
+           {"reserved_until", format_time(l.reserved_until)}};
+}
+
+void to_json(nlohmann::json& out, const QueueCounters& c) {
+    out = {{"queue", c.queue},         {"pushed", c.pushed},   {"claimed", c.claimed}, {"completed", c.completed},
+           {"released", c.released},   {"retried", c.retried}, {"failed", c.failed},   {"expired", c.expired}};
+}
+
 nlohmann::json push_many_element(const NewJob& job) {
     const PushOptions& o = job.options;
     nlohmann::json out = {{"name", job.name}, {"payload", job.payload}};

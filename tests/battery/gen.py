@@ -136,6 +136,12 @@ INTERVALS = pool([
     "'-1000000 years'", "'178000000 years'", "'-178000000 years'", "'1 microsecond'",
 ])
 LEASES = INTERVALS
+# queue_reserve's wait really waits when nothing is claimable: only short
+# ones, so that every call of the pass ends in seconds (1.2)
+WAITS = pool([
+    V("'0'", good=True), V("'0.2 second'", good=True), "NULL", "'-1 second'",
+    "'-1 microsecond'", "'1 microsecond'", "'1000000 years'", "'-178000000 years'",
+])
 INTS = pool([V("0", good=True), V("3", good=True)] + BIG_INTS)
 TIMESTAMPS = pool([
     "NULL", V("clock_timestamp() + interval '1 day'", good=True), "'infinity'", "'-infinity'",
@@ -280,6 +286,8 @@ def arg_pool(fn, argname, argtype, rng=None):
             return jobs_fixed()
         return JSONB
     if argtype == "interval":
+        if argname == "wait":
+            return WAITS
         return LEASES if argname == "lease" else INTERVALS
     if argtype == "integer":
         if argname == "max_jobs":

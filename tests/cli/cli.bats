@@ -684,6 +684,21 @@ with open(sys.argv[1], "w") as f:
     expect_error 3 "cannot connect" --dsn 'host=/nonexistent port=1' work --queues "$Q" --exec true
 }
 
+@test "dashboard: bad options exit 1 with one error line, never echoing a secret" {
+    DB_STATE_KNOWN=$(db_state)
+    expect_error 1 "--listen" dashboard --listen nowhere
+    expect_error 1 "port" dashboard --listen 127.0.0.1:0
+    expect_error 1 "cannot read" dashboard --auth-file /nonexistent/auth
+    expect_error 1 "not a duration" dashboard --statement-timeout soon
+    expect_error 1 "--connections" dashboard --connections 0
+    expect_error 1 "--password" dashboard --password s3cret
+    JOBQUEUE_DASHBOARD_AUTH='s3cret' expect_error 1 "JOBQUEUE_DASHBOARD_AUTH: credentials must" dashboard
+    [[ "$stderr" != *s3cret* ]]
+    printf 'basic ops\n' > "$BATS_TEST_TMPDIR/auth"
+    chmod 600 "$BATS_TEST_TMPDIR/auth"  # else it warns first
+    expect_error 1 "basic credentials must be USER:PASSWORD" dashboard --auth-file "$BATS_TEST_TMPDIR/auth"
+}
+
 # ---------------------------------------------------------------- errors
 
 @test "errors: usage mistakes exit 1 with one line and change nothing" {
@@ -734,8 +749,8 @@ with open(sys.argv[1], "w") as f:
     [[ "$output" == *"Usage: jobqueue"* ]]
     # the subcommands listed in the help are exactly those tested here
     listed=$(sed -n '/^Subcommands:/,/^$/p' <<<"$output" | awk 'NR > 1 && NF { print $1 }' | sort | tr '\n' ' ')
-    [ "$listed" = "cancel clear failed forget pause push resume retry schedule show status work " ]
-    for command in status failed show retry forget cancel clear pause resume push work; do
+    [ "$listed" = "cancel clear dashboard failed forget pause push resume retry schedule show status work " ]
+    for command in status failed show retry forget cancel clear pause resume push work dashboard; do
         run --separate-stderr "$JOBQUEUE_BIN" "$command" --help
         [ "$status" -eq 0 ] || { echo "$command --help: exit $status" >&2; return 1; }
         [[ "$output" == *"Usage: jobqueue $command"* ]] || { echo "$command --help: no usage line" >&2; return 1; }

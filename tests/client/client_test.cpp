@@ -984,6 +984,55 @@ TEST_F(ClientTest, QueuesShowSettings) {
     for (size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].stats.queue, all[i].stats.queue);
 }
 
+// =============================================================== counters (1.4)
+
+namespace {
+std::optional<jobqueue::QueueCounters> counters_of(Client& c, const std::string& q) {
+    for (auto& row : c.counters())
+        if (row.queue == q) return row;
+    return std::nullopt;
+}
+}  // namespace
+
+// counters() reads queue_counters(): what this test did to its queue, and
+// nothing it did not (the test cluster preloads the library).
+TEST_F(ClientTest, CountersCountWhatHappened) {
+    auto q = queue();
+    EXPECT_FALSE(counters_of(client, q).has_value());
+    for (int i = 0; i < 4; ++i) (void)client.push("n", {}, on(q));
+    auto a = client.reserve_one({q}, 1h);
+    auto b = client.reserve_one({q}, 1h);
+    auto c = client.reserve_one({q}, 1h);
+    ASSERT_TRUE(a && b && c);
+    ASSERT_TRUE(client.complete(*a));
+    ASSERT_TRUE(client.fail(b->id, b->token, "no"));
+    ASSERT_TRUE(client.release(c->id, c->token, 0ms));
+    EXPECT_EQ(client.retry_failed(b->id), 1);
+    auto counted = counters_of(client, q);
+    ASSERT_TRUE(counted.has_value());
+    EXPECT_EQ(counted->pushed, 4);
+    EXPECT_EQ(counted->claimed, 3);
+    EXPECT_EQ(counted->completed, 1);
+    EXPECT_EQ(counted->failed, 1);
+    EXPECT_EQ(counted->released, 1);
+    EXPECT_EQ(counted->retried, 1);
+    EXPECT_EQ(counted->expired, 0);
+}
+
+// reset_counters() starts this database's counters from zero.
+TEST_F(ClientTest, ResetCounters) {
+    auto q = queue();
+    (void)client.push("n", {}, on(q));
+    ASSERT_TRUE(counters_of(client, q).has_value());
+    client.reset_counters();
+    auto after = counters_of(client, q);
+    EXPECT_TRUE(!after || after->pushed == 0);
+    (void)client.push("n", {}, on(q));
+    after = counters_of(client, q);
+    ASSERT_TRUE(after.has_value());
+    EXPECT_EQ(after->pushed, 1);
+}
+
 // =============================================================== failed jobs
 
 // failed_count counts the failed table's rows.

@@ -152,6 +152,74 @@ TEST(ToJson, FailedJob) {
     EXPECT_EQ(j, expected) << j.dump();
 }
 
+TEST(ToJson, QueueOverview) {
+    jobqueue::QueueOverview o;
+    o.queue = "q";
+    o.paused = true;
+    o.pending = 10000;
+    o.delayed = 2;
+    o.reserved = 3;
+    o.failed = 4;
+    o.counts_capped = true;
+    nlohmann::json j = o;
+    nlohmann::json expected = {{"queue", "q"},      {"paused", true}, {"pending", 10000},      {"delayed", 2},
+                               {"reserved", 3},     {"failed", 4},    {"counts_capped", true}, {"oldest_pending_at", nullptr}};
+    EXPECT_EQ(j, expected) << j.dump();
+    o.oldest_pending_at = at_micros(951825600 * kSecond);
+    EXPECT_EQ(nlohmann::json(o).at("oldest_pending_at"), "2000-02-29T12:00:00.000000Z");
+}
+
+TEST(ToJson, JobSummaryAndDetail) {
+    jobqueue::JobDetail d;
+    d.summary.id = 5;
+    d.summary.name = "n";
+    d.summary.state = "reserved";
+    d.summary.priority = -1;
+    d.summary.attempts = 1;
+    d.summary.max_attempts = 3;
+    d.summary.available_at = at_micros(0);
+    d.summary.reserved_by = "w1";
+    d.summary.reserved_until = at_micros(kSecond);
+    d.summary.created_at = at_micros(0);
+    d.queue = "q";
+    d.payload = {{"a", "<b>"}};
+    d.last_error = "";
+    nlohmann::json j = d;
+    nlohmann::json expected = {{"id", 5},
+                               {"name", "n"},
+                               {"state", "reserved"},
+                               {"priority", -1},
+                               {"attempts", 1},
+                               {"max_attempts", 3},
+                               {"available_at", "1970-01-01T00:00:00.000000Z"},
+                               {"reserved_by", "w1"},
+                               {"reserved_until", "1970-01-01T00:00:01.000000Z"},
+                               {"unique_key", nullptr},
+                               {"deadline", nullptr},
+                               {"created_at", "1970-01-01T00:00:00.000000Z"},
+                               {"queue", "q"},
+                               {"payload", {{"a", "<b>"}}},
+                               {"last_error", ""},
+                               {"failed_at", nullptr}};
+    EXPECT_EQ(j, expected) << j.dump();
+    nlohmann::json summary = d.summary;
+    EXPECT_FALSE(summary.contains("payload"));
+    EXPECT_EQ(summary.size(), 12u);
+}
+
+TEST(ToJson, LeaseAndCounters) {
+    jobqueue::Lease l{"w", "q", 9, "n", 2, at_micros(kSecond)};
+    nlohmann::json lease = l;
+    nlohmann::json expected_lease = {{"worker", "w"}, {"queue", "q"},     {"id", 9},
+                                     {"name", "n"},   {"attempts", 2},    {"reserved_until", "1970-01-01T00:00:01.000000Z"}};
+    EXPECT_EQ(lease, expected_lease) << lease.dump();
+    jobqueue::QueueCounters c{"q", 1, 2, 3, 4, 5, 6, 7};
+    nlohmann::json counters = c;
+    nlohmann::json expected_counters = {{"queue", "q"},  {"pushed", 1},  {"claimed", 2}, {"completed", 3},
+                                        {"released", 4}, {"retried", 5}, {"failed", 6},  {"expired", 7}};
+    EXPECT_EQ(counters, expected_counters) << counters.dump();
+}
+
 // ---------------------------------------------------------------- push_many_element
 
 TEST(PushManyElement, DefaultsWriteOnlyNameAndPayload) {

@@ -53,7 +53,7 @@ unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
 
 source scripts/install-deps.sh
 jq_install_deps git unzip python3 debhelper postgresql-server-dev-all cmake g++ \
-    libpq-dev nlohmann-json3-dev libcli11-dev || die "build dependencies"
+    libpq-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev pkg-config || die "build dependencies"
 
 WORK=$(mktemp -d /tmp/jq-pkg.XXXXXX)
 chmod 755 "$WORK"

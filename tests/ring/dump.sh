@@ -3,7 +3,8 @@
 #
 # A. A database created at 1.2 with a live backlog (pending, delayed, held,
 #    keyed and failed jobs) and updated to 1.3, then used at 1.3 (a job
-#    pushed into the ring, one claimed there), is dumped (custom format and
+#    pushed into the ring, one claimed there) and updated to the newest, is
+#    dumped (custom format and
 #    plain SQL) and restored into new databases.  Checked in each restored
 #    database: every job (every column, ring included), failed row and
 #    sequence is as in the source; the jobs held at 1.2 and at 1.3 complete
@@ -77,13 +78,15 @@ ALTER EXTENSION jobqueue UPDATE TO '1.3';
 SELECT 'R1=' || queue_push('ring-pending', '{}', 'rd_q');
 SELECT 'H3=' || queue_push('held-1.3', '{}', 'rd_h3');
 SELECT 'T3=' || token FROM queue_reserve('{rd_h3}', '1 hour', 'worker-1.3');
+-- then updated to the newest version, which a restore creates
+ALTER EXTENSION jobqueue UPDATE;
 SELECT 'MAXID=' || pg_sequence_last_value(pg_get_serial_sequence('queue_jobs', 'id')::regclass);
 SELECT 'MAXTOKEN=' || (SELECT last_value FROM queue_job_tokens);
 SQL
 # shellcheck disable=SC1090
 source "$WORK/ids.env"
-check "source: updated to 1.3 with jobs in the long partition and in the ring" "$(q -d "$SRC" -c "
-    SELECT extversion = '1.3'
+check "source: updated from 1.3 to the newest with jobs in the long partition and in the ring" "$(q -d "$SRC" -c "
+    SELECT extversion = (SELECT default_version FROM pg_available_extensions WHERE name = 'jobqueue')
        AND (SELECT count(*) FROM queue_jobs_long) = 4
        AND (SELECT count(*) FROM queue_jobs WHERE ring IN (0, 1)) = 2
        AND (SELECT count(*) FROM queue_failed_jobs) = 1 AND '$FF' = 'true'

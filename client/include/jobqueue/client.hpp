@@ -122,6 +122,21 @@ public:
     // One failed job by its id, if it is in the failed table.
     [[nodiscard]] std::optional<FailedJob> failed_job(std::int64_t id);
 
+    // ---- browsing (extension 1.4)
+    // Every queue's backlog, its counts stopping at count_cap (none: the
+    // server's default cap).
+    [[nodiscard]] std::vector<QueueOverview> overview(std::optional<int> count_cap = {});
+    // One page of a queue's jobs, by ascending id.
+    [[nodiscard]] std::vector<JobSummary> jobs_page(const std::string& queue, const JobsPageOptions& options = {});
+    // One job, live or failed; none when no job has that id.
+    [[nodiscard]] std::optional<JobDetail> job(std::int64_t id);
+    // The live leases (max_rows: none = the server's default).
+    [[nodiscard]] std::vector<Lease> leases(std::optional<int> max_rows = {});
+    // What happened to each queue's jobs since the server started. Needs
+    // jobqueue in shared_preload_libraries: the server raises 55000 without.
+    [[nodiscard]] std::vector<QueueCounters> counters();
+    void reset_counters();
+
     // ---- failed-job management
     // Requeue one failed job, or all of them when id is empty (max_attempts:
     // none = the server's default).

@@ -119,6 +119,76 @@ struct Tick {
     std::int64_t job_id = 0;
 };
 
+// One row of queue_overview() (extension 1.4): a queue's backlog counted
+// cheaply. The counts stop at the cap the call was given: counts_capped is
+// then true and a count means "at least this many".
+struct QueueOverview {
+    std::string queue;
+    bool paused = false;
+    std::int64_t pending = 0;
+    std::int64_t delayed = 0;
+    std::int64_t reserved = 0;
+    std::int64_t failed = 0;
+    bool counts_capped = false;
+    std::optional<TimePoint> oldest_pending_at;  // none: nothing pending
+};
+
+// Which page of a queue's jobs queue_jobs_page() returns (keyset paging by
+// id). A field left empty is not sent: the server's default applies.
+struct JobsPageOptions {
+    std::optional<std::string> state;        // pending, delayed, reserved or failed; none: every state
+    std::optional<std::int64_t> after_id;    // the last id of the previous page
+    std::optional<int> max_rows;
+};
+
+// One row of queue_jobs_page(): a job as a listing shows it.
+struct JobSummary {
+    std::int64_t id = 0;
+    std::string name;
+    std::string state;  // pending, delayed, reserved or failed
+    int priority = 0;
+    int attempts = 0;
+    int max_attempts = 0;
+    TimePoint available_at;
+    std::optional<std::string> reserved_by;
+    std::optional<TimePoint> reserved_until;
+    std::optional<std::string> unique_key;
+    std::optional<TimePoint> deadline;
+    TimePoint created_at;
+};
+
+// One job in full, live or failed (queue_job()).
+struct JobDetail {
+    JobSummary summary;
+    std::string queue;
+    nlohmann::json payload;
+    std::string last_error;
+    std::optional<TimePoint> failed_at;
+};
+
+// A live lease: who holds which job (queue_leases()).
+struct Lease {
+    std::string worker;
+    std::string queue;
+    std::int64_t id = 0;
+    std::string name;
+    int attempts = 0;
+    TimePoint reserved_until;
+};
+
+// One row of queue_counters(): what happened to a queue's jobs since the
+// server started (or since queue_counters_reset()).
+struct QueueCounters {
+    std::string queue;  // "" for the row of the queues beyond those the server counts by name
+    std::int64_t pushed = 0;
+    std::int64_t claimed = 0;
+    std::int64_t completed = 0;
+    std::int64_t released = 0;
+    std::int64_t retried = 0;
+    std::int64_t failed = 0;
+    std::int64_t expired = 0;
+};
+
 // A (job id, token) pair for the batch completion calls.
 struct Claim {
     std::int64_t id = 0;
@@ -137,6 +207,11 @@ void to_json(nlohmann::json& out, const QueueStats& stats);
 void to_json(nlohmann::json& out, const QueueInfo& info);
 void to_json(nlohmann::json& out, const FailedJob& job);
 void to_json(nlohmann::json& out, const Schedule& schedule);
+void to_json(nlohmann::json& out, const QueueOverview& overview);
+void to_json(nlohmann::json& out, const JobSummary& job);
+void to_json(nlohmann::json& out, const JobDetail& job);
+void to_json(nlohmann::json& out, const Lease& lease);
+void to_json(nlohmann::json& out, const QueueCounters& counters);
 
 // The object queue_push_many takes for one job: only the options that are
 // set are written, the server's defaults apply to the others.

@@ -1,0 +1,101 @@
+// dom.js: building the page from data without ever parsing data as markup.
+//
+// Every text that came from the server (queue and job names, payloads,
+// error messages) goes into the page as a text node or textContent: a
+// payload holding "<script>" shows those characters and runs nothing.
+// Nothing here assigns innerHTML.
+
+// el('td', {className: 'n', dataset: {field: 'pending'}}, 'text', node, ...)
+// Strings and numbers become text nodes; null and false are skipped;
+// arrays are flattened. Properties: className, dataset, title, href (only
+// "#/..." routes and same-origin paths), type, value, disabled, hidden,
+// onclick, onchange, and attrs for a few plain attributes.
+export function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null) continue;
+    if (key === 'dataset') Object.assign(node.dataset, value);
+    else if (key === 'href') node.setAttribute('href', safeHref(value));
+    else if (key === 'attrs') for (const [a, v] of Object.entries(value)) node.setAttribute(a, String(v));
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (['className', 'title', 'type', 'value', 'disabled', 'hidden', 'checked', 'placeholder'].includes(key))
+      node[key] = value;
+    else throw new Error('el: unknown property ' + key);
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(node, child);
+    else if (child instanceof Node) node.appendChild(child);
+    else node.appendChild(document.createTextNode(String(child)));
+  }
+}
+
+// Links lead to the dashboard's own routes or files only.
+function safeHref(value) {
+  const text = String(value);
+  if (text.startsWith('#/') || (text.startsWith('/') && !text.startsWith('//'))) return text;
+  throw new Error('el: refusing link ' + text);
+}
+
+// Replaces every child of node by children.
+export function replaceChildren(node, ...children) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+  append(node, children);
+}
+
+// The route of a queue or a job, its parts encoded.
+export const routes = {
+  queue: (name, state) => '#/queue/' + encodeURIComponent(name) + (state ? '?state=' + encodeURIComponent(state) : ''),
+  job: (id) => '#/job/' + encodeURIComponent(String(id)),
+  failed: (queue) => '#/failed' + (queue ? '?queue=' + encodeURIComponent(queue) : ''),
+};
+
+// 12345 -> "12,345"; a count that reached the overview's cap -> "10,000+".
+export function count(n, capped, cap) {
+  const text = Number(n).toLocaleString('en-US');
+  return capped && cap && n >= cap ? text + '+' : text;
+}
+
+// 75 -> "1m 15s"
+export function duration(seconds) {
+  if (seconds === null || seconds === undefined) return '-';
+  let s = Math.max(0, Math.round(seconds));
+  if (s < 60) return s + 's';
+  const units = [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]];
+  const parts = [];
+  for (const [name, size] of units) {
+    if (s >= size && parts.length < 2) {
+      parts.push(Math.floor(s / size) + name);
+      s %= size;
+    } else if (parts.length) break;
+  }
+  return parts.join(' ');
+}
+
+// An ISO time from the server as "2030-01-31 12:00:00Z" (UTC, as the CLI shows).
+export function time(iso) {
+  if (!iso) return '-';
+  return iso.slice(0, 19).replace('T', ' ') + 'Z';
+}
+
+// "in 12s" / "3m 4s ago" relative to now, for an ISO time.
+export function relative(iso) {
+  if (!iso) return '-';
+  const seconds = (Date.parse(iso) - Date.now()) / 1000;
+  return seconds >= 0 ? 'in ' + duration(seconds) : duration(-seconds) + ' ago';
+}
+
+// A time cell: relative, with the exact time as its tooltip.
+export function timeCell(iso) {
+  return el('td', { title: iso ? time(iso) : undefined }, iso ? relative(iso) : '-');
+}
+
+// An error from the API as one line: its message and SQLSTATE.
+export function errorText(error) {
+  return error.message + (error.sqlstate ? ' (SQLSTATE ' + error.sqlstate + ')' : '');
+}

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -61,15 +63,25 @@ std::string listen_url(const dashboard::ListenAddress& a) {
 
 // Serves until SIGINT or SIGTERM (or until the server fails by itself).
 void serve(dashboard::DashboardServer& server) {
+    std::atomic<bool> ended{false};
     bool failed = false;
-    std::thread http([&] { failed = !server.run(); kill(getpid(), SIGTERM); });
+    std::thread http([&] {
+        failed = !server.run();
+        ended = true;
+        kill(getpid(), SIGTERM);  // wakes the sigwait below when the server failed by itself
+    });
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
     int taken = 0;
     sigwait(&signals, &taken);
-    server.stop();
+    // httplib's stop() does nothing before its listen loop has started: a
+    // signal right after start must not be lost, so stop until it ended.
+    while (!ended) {
+        server.stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     http.join();
     if (failed) throw std::runtime_error("the HTTP server stopped on an error");
 }

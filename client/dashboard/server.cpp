@@ -338,10 +338,10 @@ bool DashboardServer::run() {
     return ok;
 }
 
+// The sampler is stopped by run() once the listen loop ended (and by its
+// own destructor), never here: stop() may race with run() starting it.
 void DashboardServer::stop() {
-    if (!impl_) return;
-    impl_->http.stop();
-    impl_->sampler.stop();
+    if (impl_) impl_->http.stop();
 }
 
 }  // namespace jobqueue::dashboard

@@ -38,7 +38,8 @@ public:
     // Serves until stop() (call bind() first). Returns false when the
     // server stopped on an error of its own.
     bool run();
-    // Stops run() from any thread.
+    // Makes run() return, from any thread; before run() has started
+    // listening it does nothing (call it again).
     void stop();
 
 private:

@@ -502,7 +502,7 @@ JobSummary read_summary(const Result& r, int i) {
     j.priority = static_cast<int>(r.integer(i, 3));
     j.attempts = static_cast<int>(r.integer(i, 4));
     j.max_attempts = static_cast<int>(r.integer(i, 5));
-    j.available_at = pg::micros_time(r.text(i, 6));
+    if (!r.null(i, 6)) j.available_at = pg::micros_time(r.text(i, 6));
     j.reserved_by = text_or_none(r.text(i, 7), r.null(i, 7));
     if (!r.null(i, 8)) j.reserved_until = pg::micros_time(r.text(i, 8));
     j.unique_key = text_or_none(r.text(i, 9), r.null(i, 9));

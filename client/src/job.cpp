@@ -98,7 +98,7 @@ void to_json(nlohmann::json& out, const JobSummary& j) {
            {"priority", j.priority},
            {"attempts", j.attempts},
            {"max_attempts", j.max_attempts},
-           {"available_at", format_time(j.available_at)},
+           {"available_at", or_null(j.available_at)},
            {"reserved_by", or_null(j.reserved_by)},
            {"reserved_until", or_null(j.reserved_until)},
            {"unique_key", or_null(j.unique_key)},

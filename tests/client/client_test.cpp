@@ -984,6 +984,153 @@ TEST_F(ClientTest, QueuesShowSettings) {
     for (size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].stats.queue, all[i].stats.queue);
 }
 
+// =============================================================== browsing (1.4)
+
+namespace {
+std::optional<jobqueue::QueueOverview> overview_of(Client& c, const std::string& q, std::optional<int> cap = {}) {
+    for (auto& row : c.overview(cap))
+        if (row.queue == q) return row;
+    return std::nullopt;
+}
+}  // namespace
+
+// overview() counts each state of a queue, its failed rows and its oldest
+// pending job, and stops counting at the cap.
+TEST_F(ClientTest, OverviewCountsEveryState) {
+    auto q = queue();
+    auto doomed = on(q);
+    doomed.max_attempts = 1;
+    doomed.priority = 9;
+    (void)client.push("doomed", {}, doomed);
+    auto d = client.reserve_one({q}, 1h);
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(client.fail(d->id, d->token, "no"));
+    auto held = on(q);
+    held.priority = 5;
+    (void)client.push("held", {}, held);
+    ASSERT_TRUE(client.reserve_one({q}, 1h));
+    TimePoint before = server_now();
+    (void)client.push("p1", {}, on(q));
+    (void)client.push("p2", {}, on(q));
+    auto later = on(q);
+    later.delay = 1h;
+    (void)client.push("later", {}, later);
+    client.pause(q);
+
+    auto o = overview_of(client, q);
+    ASSERT_TRUE(o.has_value());
+    EXPECT_TRUE(o->paused);
+    EXPECT_EQ(o->pending, 2);
+    EXPECT_EQ(o->delayed, 1);
+    EXPECT_EQ(o->reserved, 1);
+    EXPECT_EQ(o->failed, 1);
+    EXPECT_FALSE(o->counts_capped);
+    ASSERT_TRUE(o->oldest_pending_at.has_value());
+    EXPECT_TRUE(between(*o->oldest_pending_at, before, server_now()));
+
+    auto capped = overview_of(client, q, 1);
+    ASSERT_TRUE(capped.has_value());
+    EXPECT_TRUE(capped->counts_capped);
+    EXPECT_EQ(capped->pending, 1);
+    EXPECT_THROW((void)client.overview(0), jobqueue::InvalidArgument);
+}
+
+// jobs_page() pages a queue by id, filters by state, and says who holds a job.
+TEST_F(ClientTest, JobsPageByKeysetAndState) {
+    auto q = queue();
+    std::vector<std::int64_t> ids;
+    for (int i = 0; i < 5; ++i) ids.push_back(client.push("n" + std::to_string(i), {}, on(q)));
+    auto keyed = on(q);
+    keyed.unique_key = q + "_key";
+    keyed.delay = 1h;
+    std::int64_t delayed = client.push("keyed", {}, keyed);
+    jobqueue::JobsPageOptions first;
+    first.max_rows = 2;
+    auto page = client.jobs_page(q, first);
+    ASSERT_EQ(page.size(), 2u);
+    EXPECT_EQ(page[0].id, ids[0]);
+    EXPECT_EQ(page[1].id, ids[1]);
+    EXPECT_EQ(page[0].state, "pending");
+    EXPECT_EQ(page[0].name, "n0");
+    jobqueue::JobsPageOptions next = first;
+    next.after_id = page[1].id;
+    page = client.jobs_page(q, next);
+    ASSERT_EQ(page.size(), 2u);
+    EXPECT_EQ(page[0].id, ids[2]);
+    EXPECT_EQ(page[1].id, ids[3]);
+
+    auto claimed = client.reserve_one({q}, 1h, "page-worker");
+    ASSERT_TRUE(claimed);
+    jobqueue::JobsPageOptions reserved;
+    reserved.state = "reserved";
+    page = client.jobs_page(q, reserved);
+    ASSERT_EQ(page.size(), 1u);
+    EXPECT_EQ(page[0].id, claimed->id);
+    EXPECT_EQ(page[0].reserved_by, "page-worker");
+    ASSERT_TRUE(page[0].reserved_until.has_value());
+    EXPECT_EQ(*page[0].reserved_until, claimed->reserved_until);
+
+    jobqueue::JobsPageOptions waiting;
+    waiting.state = "delayed";
+    page = client.jobs_page(q, waiting);
+    ASSERT_EQ(page.size(), 1u);
+    EXPECT_EQ(page[0].id, delayed);
+    EXPECT_EQ(page[0].unique_key, q + "_key");
+    EXPECT_FALSE(page[0].reserved_by.has_value());
+
+    jobqueue::JobsPageOptions bad;
+    bad.state = "sleeping";
+    EXPECT_THROW((void)client.jobs_page(q, bad), jobqueue::InvalidArgument);
+}
+
+// job() shows a live job and a failed one in full, and nothing for an unknown id.
+TEST_F(ClientTest, JobLiveAndFailed) {
+    auto q = queue();
+    nlohmann::json payload = {{"html", "<script>x</script>"}, {"n", 1}};
+    std::int64_t live = client.push("live", payload, on(q));
+    auto d = client.job(live);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->summary.id, live);
+    EXPECT_EQ(d->summary.state, "pending");
+    EXPECT_EQ(d->queue, q);
+    EXPECT_EQ(d->payload, payload);
+    EXPECT_TRUE(d->summary.available_at.has_value());
+    EXPECT_FALSE(d->failed_at.has_value());
+
+    auto doomed = on(q);
+    doomed.max_attempts = 1;
+    doomed.priority = 9;
+    std::int64_t dead = client.push("dead", {}, doomed);
+    auto claim = client.reserve_one({q}, 1h);
+    ASSERT_TRUE(claim && claim->id == dead);
+    ASSERT_TRUE(client.fail(claim->id, claim->token, "it broke"));
+    d = client.job(dead);
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(d->summary.state, "failed");
+    EXPECT_EQ(d->last_error, "it broke");
+    EXPECT_TRUE(d->failed_at.has_value());
+    EXPECT_EQ(d->summary.attempts, 1);
+
+    EXPECT_FALSE(client.job(-1).has_value());
+}
+
+// leases() lists who holds which job.
+TEST_F(ClientTest, LeasesNameTheirWorker) {
+    auto q = queue();
+    std::int64_t id = client.push("n", {}, on(q));
+    auto claim = client.reserve_one({q}, 1h, q + "_worker");
+    ASSERT_TRUE(claim);
+    std::optional<jobqueue::Lease> mine;
+    for (auto& lease : client.leases(1000))
+        if (lease.id == id) mine = lease;
+    ASSERT_TRUE(mine.has_value());
+    EXPECT_EQ(mine->worker, q + "_worker");
+    EXPECT_EQ(mine->queue, q);
+    EXPECT_EQ(mine->name, "n");
+    EXPECT_EQ(mine->attempts, 1);
+    EXPECT_EQ(mine->reserved_until, claim->reserved_until);
+}
+
 // =============================================================== counters (1.4)
 
 namespace {

@@ -205,6 +205,8 @@ TEST(ToJson, JobSummaryAndDetail) {
     nlohmann::json summary = d.summary;
     EXPECT_FALSE(summary.contains("payload"));
     EXPECT_EQ(summary.size(), 12u);
+    d.summary.available_at.reset();  // a failed job is due never
+    EXPECT_TRUE(nlohmann::json(d).at("available_at").is_null());
 }
 
 TEST(ToJson, LeaseAndCounters) {

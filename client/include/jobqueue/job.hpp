@@ -149,7 +149,7 @@ struct JobSummary {
     int priority = 0;
     int attempts = 0;
     int max_attempts = 0;
-    TimePoint available_at;
+    std::optional<TimePoint> available_at;  // when it is due; none for a failed job
     std::optional<std::string> reserved_by;
     std::optional<TimePoint> reserved_until;
     std::optional<std::string> unique_key;

@@ -19,7 +19,7 @@ function details(j) {
     field('State', el('span', { className: 'state ' + j.state }, j.state), 'job-state'),
     field('Priority', String(j.priority), 'job-priority'),
     field('Attempts', j.attempts + ' of ' + j.max_attempts, 'job-attempts'),
-    field('Runs at', when(j.available_at), 'job-available-at'),
+    field('Runs at', j.state === 'failed' ? '-' : when(j.available_at), 'job-available-at'),
     field('Lease holder', j.reserved_by === null ? '-' : j.reserved_by, 'job-reserved-by'),
     field('Lease until', when(j.reserved_until), 'job-reserved-until'),
     field('Unique key', j.unique_key === null ? '-' : j.unique_key, 'job-unique-key'),

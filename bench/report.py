@@ -517,8 +517,9 @@ def dashboard_rows(f, w):
         figure_row("11 dashboard", "one-job drain, no dashboard", 8, "dashboard.drain.quiet", None, "ref", w=w, f=f)
         figure_row("11 dashboard", "one-job drain, a dashboard polling every second", 8, "dashboard.drain.polled",
                    "dashboard.drain.quiet", "no dashboard", w=w, f=f)
-        rounds = ", ".join(f"{p / q:.2f}" for q, p in zip(quiet, polled) if q)
-        w(f"| | polled vs none, per round | | | {rounds} |")
+        per_round = [p / q for q, p in zip(quiet, polled) if q]
+        w(f"| | polled vs none, per round (median {fmt(statistics.median(per_round)) if per_round else 'n/a'}) | | | "
+          f"{', '.join(f'{r:.2f}' for r in per_round)} |")
         poll = "dashboard.poll"
         if f.values(poll):
             w(f"| | the poller's requests during the drains (ms) | | {fmt(f.med(poll), 'ms')}"

@@ -45,6 +45,7 @@ done
 unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE PGUSER
 source scripts/install-deps.sh
 source scripts/cluster.sh
+source tests/lib/parts.bash
 set +e # the sourced scripts turn -e on; this suite counts failures itself
 
 WORK=$(mktemp -d /tmp/jq-dashboard.XXXXXX)
@@ -164,22 +165,13 @@ export DASH_MAIN_ENV=$WORK/main.env DASH_PLAIN_ENV=$WORK/plain.env DASH_ROOT=$RO
 # ------------------------------------------------------------ the parts
 # run_part NAME SECONDS COMMAND...: adds the part's own "N passed, N failed"
 run_part() {
-    local name=$1 seconds=$2 out rc p f
+    local name=$1 seconds=$2 out rc
     shift 2
     echo "--- $name"
     # the parts reach the main cluster through the PG* environment
     out=$(source "$WORK/main.env"; timeout "$seconds" "$@" 2>&1)
     rc=$?
-    echo "$out"
-    if [[ $(tail -n 1 <<< "$out") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    else
-        p=0 f=1
-        echo "FAIL $name did not finish (exit $rc)"
-    fi
-    (( rc != 0 && f == 0 )) && f=1
-    passed=$((passed + p))
-    failed=$((failed + f))
+    add_part "$name" "$rc" "$out"
 }
 
 # The screenshot first, while the cluster holds its queues only; the browser

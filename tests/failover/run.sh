@@ -21,6 +21,7 @@
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source tests/lib/parts.bash
 # scripts/test.sh runs this with its own cluster exported: not ours
 unset PGHOST PGPORT PGDATABASE PGUSER JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG
 export JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/15/bin}
@@ -65,7 +66,7 @@ trap on_signal TERM INT HUP
 passed=0
 failed=0
 run_part() { # run_part SECONDS program [args]: adds the program's "N passed, N failed"
-    local seconds=$1 out rc p f
+    local seconds=$1 out rc
     shift
     echo "== $*"
     timeout "$seconds" /usr/bin/python3 "$@" > "$JQ_FAILOVER_DIR/part.out" 2>&1 &
@@ -74,16 +75,7 @@ run_part() { # run_part SECONDS program [args]: adds the program's "N passed, N 
     rc=$?
     part=
     out=$(< "$JQ_FAILOVER_DIR/part.out")
-    echo "$out"
-    if [[ $(tail -n 1 <<< "$out") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    else
-        p=0 f=1
-        echo "FAIL $* did not finish (exit $rc)"
-    fi
-    (( rc != 0 && f == 0 )) && f=1
-    passed=$((passed + p))
-    failed=$((failed + f))
+    add_part "$*" "$rc" "$out"
 }
 
 run_part 55 tests/failover/standby.py

@@ -23,6 +23,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 # scripts/test.sh runs this with its own cluster exported: leave it alone.
 unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
 source scripts/cluster.sh
+source tests/lib/parts.bash
 # cluster.sh turns on errexit; this script counts failures instead.
 set +e
 # crash.py restarts the server itself: it needs the bin dir cluster.sh defaulted
@@ -34,19 +35,10 @@ JQ_PGPORT=${JQ_RING_PGPORT:-55490} JQ_PRELOAD=jobqueue jq_cluster_start || { ech
 passed=0
 failed=0
 run_part() { # run_part SECONDS program: adds the program's "N passed, N failed"
-    local out rc p f
+    local out rc
     out=$(timeout "$1" /usr/bin/python3 "$2" 2>&1)
     rc=$?
-    echo "$out"
-    if [[ $(tail -n 1 <<< "$out") =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
-    else
-        p=0 f=1
-        echo "FAIL $2 did not finish (exit $rc)"
-    fi
-    (( rc != 0 && f == 0 )) && f=1
-    passed=$((passed + p))
-    failed=$((failed + f))
+    add_part "$2" "$rc" "$out"
 }
 
 run_part 150 tests/ring/held.py

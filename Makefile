@@ -13,7 +13,8 @@ DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.0--1.1.sql \
 	extension/scripts/jobqueue--1.1--1.2.sql \
 	extension/scripts/jobqueue--1.2--1.3.sql \
-	extension/scripts/jobqueue--1.3--1.4.sql
+	extension/scripts/jobqueue--1.3--1.4.sql \
+	extension/scripts/jobqueue--1.4--1.5.sql
 
 MODULE_big = jobqueue
 OBJS = \

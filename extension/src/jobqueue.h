@@ -70,6 +70,7 @@ typedef enum JqApiVersion
 	JQ_API_1_2,					/* schedules, queue_reserve's wait */
 	JQ_API_1_3,					/* the storage ring */
 	JQ_API_1_4,					/* counters and the dashboard's reads */
+	JQ_API_1_5,					/* flow control, shards */
 	JQ_API_COUNT
 } JqApiVersion;
 

@@ -1,0 +1,35 @@
+/*
+ * jobqueue 1.4 -> 1.5: flow control, several servers, a cheaper overview.
+ *
+ * Each part has its own section below; the re-grant of the tiers' new
+ * functions to roles granted a tier before 1.5 comes last, once.
+ */
+\echo Use "ALTER EXTENSION jobqueue UPDATE TO '1.5'" to load this file. \quit
+
+-- ------------------------------------------------------------ flow control
+-- (concurrency keys, rate limits, unique-key modes, dependencies)
+
+
+-- ----------------------------------------------------------- several servers
+-- (the shard's id scheme, for the router extension jobqueue_router)
+
+
+-- ------------------------------------------------------------ the overview
+
+
+-- ------------------------------------------------------------ tiers
+-- Roles granted a tier before 1.5 get its new functions (a tier is known by
+-- one of its functions).
+SELECT @extschema@.queue_grant(r.rolname::pg_catalog.text, t.tier)
+FROM (VALUES ('queue_stats', 'producer'), ('queue_reserve', 'worker'),
+             ('queue_retry_failed', 'admin')) t(known_by, tier),
+     pg_catalog.pg_proc p,
+     LATERAL pg_catalog.aclexplode(p.proacl) a(grantor, grantee, privilege_type, is_grantable),
+     pg_catalog.pg_roles r
+WHERE p.pronamespace = '@extschema@'::pg_catalog.regnamespace
+  AND p.proname = t.known_by
+  AND a.privilege_type = 'EXECUTE'
+  AND a.grantee <> p.proowner
+  AND r.oid = a.grantee
+GROUP BY r.rolname, t.tier
+ORDER BY t.tier DESC;

@@ -79,6 +79,7 @@ REGRESS = \
 	counters \
 	plans \
 	browse \
+	flow \
 	upgrade \
 	upgrade_1_2 \
 	upgrade_1_3 \

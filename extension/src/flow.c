@@ -414,7 +414,9 @@ jobqueue_flow_failed_removed(PG_FUNCTION_ARGS)
 	if (SPI_register_trigger_data(trigger) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "jobqueue: could not read the removed failed rows");
 	/* the transition table cannot be in a kept plan: these run as text */
-	SPI_execute(psprintf("SELECT 1 FROM %s.queue_job_parents LIMIT 1", s), true, 0);
+	/* a statement trigger fires for a statement that deleted nothing, too */
+	SPI_execute(psprintf("SELECT 1 WHERE EXISTS (SELECT 1 FROM removed)"
+						 " AND EXISTS (SELECT 1 FROM %s.queue_job_parents)", s), true, 0);
 	if (SPI_processed == 0)
 	{
 		SPI_finish();

@@ -274,6 +274,6 @@ SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 1, NULL)$$);
 SELECT pg_temp.try($$SELECT queue_rate_limit_next(NULL)$$);
 SELECT pg_temp.try($$SELECT queue_concurrency_keys('')$$);
 -- the trigger functions are the tables' own
-SELECT pg_temp.try($$SELECT queue_flow_job_added()$$);
+SELECT pg_temp.try($$SELECT queue_flow_job_removed()$$);
 SELECT pg_temp.queue_checksum() = :'before' AS unchanged;
 SELECT queue_clear('bad');

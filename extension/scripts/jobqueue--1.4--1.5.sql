@@ -22,8 +22,9 @@ ALTER TABLE @extschema@.queue_jobs
     ADD COLUMN flow            text,
     ADD COLUMN parked_run_at   timestamptz,
     ADD COLUMN waiting_parents integer NOT NULL DEFAULT 0,
-    ADD COLUMN has_children    boolean NOT NULL DEFAULT false,
-    ADD CONSTRAINT queue_jobs_flow_check CHECK (flow IN ('slot', 'key', 'parents'));
+    ADD COLUMN has_children    boolean NOT NULL DEFAULT false;
+-- No CHECK on flow: only the extension's statements write it, and a CHECK
+-- is prepared again by every INSERT and UPDATE (every push and claim).
 COMMENT ON COLUMN @extschema@.queue_jobs.flow IS
     'flow control: NULL (free), slot (holds a slot of its concurrency key), key (waits for one), parents (waits for its parents)';
 

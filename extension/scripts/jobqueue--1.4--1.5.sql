@@ -100,13 +100,22 @@ CREATE FUNCTION @extschema@.queue_flow_job_removed()
 RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_job_removed' LANGUAGE C;
 CREATE FUNCTION @extschema@.queue_flow_failed_removed()
 RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_failed_removed' LANGUAGE C;
+CREATE FUNCTION @extschema@.queue_flow_jobs_truncated()
+RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_jobs_truncated' LANGUAGE C;
 REVOKE EXECUTE ON FUNCTION @extschema@.queue_flow_job_removed(),
-    @extschema@.queue_flow_failed_removed() FROM PUBLIC;
+    @extschema@.queue_flow_failed_removed(), @extschema@.queue_flow_jobs_truncated() FROM PUBLIC;
 
 -- No WHEN clause: a trigger's WHEN is prepared again by every statement,
 -- which costs a completion more than a call that returns at once.
 CREATE TRIGGER queue_flow_job_removed AFTER DELETE ON @extschema@.queue_jobs
     FOR EACH ROW EXECUTE FUNCTION @extschema@.queue_flow_job_removed();
+-- TRUNCATE fires no row trigger: the slots and the dependencies of the
+-- jobs it removed go with them.  (A rotation truncates a partition, whose
+-- jobs it moved first: no trigger of the parent fires.)
+CREATE TRIGGER queue_flow_jobs_truncated AFTER TRUNCATE ON @extschema@.queue_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_jobs_truncated();
+CREATE TRIGGER queue_flow_failed_truncated AFTER TRUNCATE ON @extschema@.queue_failed_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_jobs_truncated();
 CREATE TRIGGER queue_flow_failed_removed AFTER DELETE ON @extschema@.queue_failed_jobs
     REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_failed_removed();

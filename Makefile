@@ -45,7 +45,8 @@ OBJS = \
 	extension/src/claimpos.o \
 	extension/src/ring.o \
 	extension/src/counters.o \
-	extension/src/browse.o
+	extension/src/browse.o \
+	extension/src/shard.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH

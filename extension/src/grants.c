@@ -36,7 +36,7 @@ typedef enum QueueTier
 static const char *const producer_functions[] = {
 	"queue_push", "queue_push_many", "queue_pending", "queue_stats",
 	"queue_failed_count", "queue_list", "queue_cron_next", "queue_counters",
-	"queue_overview", NULL
+	"queue_overview", "queue_shard", "queue_job_shard", NULL
 };
 
 /* Claiming and finishing jobs. */

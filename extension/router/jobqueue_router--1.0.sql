@@ -227,13 +227,30 @@ AS $$
 $$;
 
 /*
+ * Whether an error of a remote call says its shard cannot be reached:
+ * PL/Proxy's own libpq failures (XX000, "[db] PQconnectPoll: ..."), a
+ * connection class error, or the shard shutting down.
+ */
+CREATE FUNCTION @extschema@.router_unreachable(state text, message text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT state IN ('57P01', '57P02', '57P03') OR state LIKE '08%'
+        OR (state = 'XX000' AND message OPERATOR(pg_catalog.~) '\] PQ[A-Za-z]+: ')
+$$;
+
+/*
  * queue_reserve: the queues in precedence order, consecutive queues of one
  * shard in one claim there, each claim for what max_jobs leaves.  When
  * every queue is on one shard the call, and its wait, are that shard's.
  * Otherwise a wait polls: a round of claims without waiting, then a wait
  * of at most 250 ms on the first queue's shard, until a job comes or the
  * wait is over (a job due on another shard waits for the next round).
- * Arguments the shards refuse go as they are to the first queue's shard.
+ * A shard that cannot be reached (PL/Proxy's libpq errors) is left out of
+ * a claim over several shards, with a warning; the claim fails (08006)
+ * only when none of its shards can be reached.  Arguments the shards
+ * refuse go as they are to the first queue's shard (the check of queue
+ * names' length states JQ_QUEUE_NAME_MAX, 64).
  */
 CREATE FUNCTION @extschema@.queue_reserve(
     queues   text[]   DEFAULT '{default}',
@@ -254,6 +271,9 @@ DECLARE
     claimed    integer;
     until      timestamptz;
     g          integer;
+    reached    integer;
+    unreachable text;
+    state      text;
 BEGIN
     IF queues IS NULL THEN
         queues := '{default}';
@@ -285,18 +305,44 @@ BEGIN
     until := pg_catalog.clock_timestamp() + COALESCE(wait, '0');
     LOOP
         claimed := 0;
+        reached := 0;
         FOR g IN 1 .. pg_catalog.cardinality(group_part) LOOP
-            RETURN QUERY SELECT * FROM @extschema@.router_reserve_on(
-                group_part[g], group_qs[g]::text[], lease, worker, wanted - claimed, '0');
-            GET DIAGNOSTICS p = ROW_COUNT;
-            claimed := claimed + p;
+            -- a shard that cannot be reached is left out of this round
+            BEGIN
+                RETURN QUERY SELECT * FROM @extschema@.router_reserve_on(
+                    group_part[g], group_qs[g]::text[], lease, worker, wanted - claimed, '0');
+                GET DIAGNOSTICS p = ROW_COUNT;
+                claimed := claimed + p;
+                reached := reached + 1;
+            EXCEPTION WHEN OTHERS THEN
+                GET STACKED DIAGNOSTICS unreachable = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+                IF NOT @extschema@.router_unreachable(state, unreachable) THEN
+                    RAISE;
+                END IF;
+                RAISE WARNING 'jobqueue_router: shard % left out of this claim: %', group_part[g], unreachable;
+            END;
             EXIT WHEN claimed >= wanted;
         END LOOP;
+        IF reached = 0 THEN
+            RAISE EXCEPTION 'jobqueue_router: no shard of these queues can be reached'
+                USING ERRCODE = 'connection_failure', DETAIL = unreachable;
+        END IF;
         EXIT WHEN claimed > 0 OR pg_catalog.clock_timestamp() >= until;
-        RETURN QUERY SELECT * FROM @extschema@.router_reserve_on(
-            group_part[1], group_qs[1]::text[], lease, worker, wanted,
-            LEAST(until - pg_catalog.clock_timestamp(), interval '250 ms'));
-        GET DIAGNOSTICS p = ROW_COUNT;
+        BEGIN
+            RETURN QUERY SELECT * FROM @extschema@.router_reserve_on(
+                group_part[1], group_qs[1]::text[], lease, worker, wanted,
+                LEAST(until - pg_catalog.clock_timestamp(), interval '250 ms'));
+            GET DIAGNOSTICS p = ROW_COUNT;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS unreachable = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
+            IF NOT @extschema@.router_unreachable(state, unreachable) THEN
+                RAISE;
+            END IF;
+            -- the first queue's shard is down: wait here instead
+            PERFORM pg_catalog.pg_sleep(pg_catalog.extract(epoch FROM
+                LEAST(until - pg_catalog.clock_timestamp(), interval '250 ms')));
+            p := 0;
+        END;
         EXIT WHEN p > 0;
     END LOOP;
     RETURN;
@@ -608,7 +654,8 @@ AS $$
     CLUSTER 'jobqueue'; RUN ON part;
     SELECT * FROM @extschema@.queue_failed_rows(max_rows, queue, id);
 $$;
--- queue_failed_rows: one job's row from its shard; otherwise the newest of every shard's newest.
+-- queue_failed_rows: one job's row from its shard; otherwise the newest of
+-- every shard's newest (a max_rows below 1 goes to shard 0, which refuses it).
 CREATE FUNCTION @extschema@.queue_failed_rows(max_rows integer DEFAULT 50, queue text DEFAULT NULL,
                                               id bigint DEFAULT NULL)
 RETURNS SETOF @extschema@.queue_failed_jobs
@@ -618,6 +665,8 @@ BEGIN
     IF id IS NOT NULL THEN
         RETURN QUERY SELECT * FROM @extschema@.router_failed_rows_on(
             @extschema@.router_id_hash(id), max_rows, queue, id);
+    ELSIF max_rows < 1 THEN
+        RETURN QUERY SELECT * FROM @extschema@.router_failed_rows_on(0, max_rows, queue, id);
     ELSE
         RETURN QUERY SELECT * FROM @extschema@.router_failed_rows_all(max_rows, queue) f
             ORDER BY f.failed_at DESC, f.id DESC

@@ -48,7 +48,8 @@ REVOKE EXECUTE ON FUNCTION @extschema@.queue_shard() FROM PUBLIC;
 CREATE FUNCTION @extschema@.queue_job_shard(id bigint)
 RETURNS integer
 AS 'MODULE_PATHNAME', 'jobqueue_job_shard'
-LANGUAGE C IMMUTABLE PARALLEL SAFE;
+LANGUAGE C IMMUTABLE PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.queue_job_shard(bigint) IS
     'jobqueue: the shard number a job id names (id >> 48)';
 REVOKE EXECUTE ON FUNCTION @extschema@.queue_job_shard(bigint) FROM PUBLIC;

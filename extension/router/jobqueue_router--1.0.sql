@@ -187,7 +187,7 @@ $$;
 
 /*
  * queue_push_many: each shard's jobs in one call there, all shards in
- * parallel; the ids in input order.  Atomic per shard only: a job that its
+ * parallel; the ids in input order (a batch for one shard goes as it is).  Atomic per shard only: a job that its
  * shard refuses fails that shard's part, while other shards' parts may have
  * committed.  A batch that is not a non-empty array of at most 10,000 jobs
  * goes whole to shard 0, whose checks refuse it.
@@ -197,13 +197,23 @@ RETURNS bigint[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    ids bigint[];
+    ids        bigint[];
+    first_part integer;
+    last_part  integer;
 BEGIN
     IF jobs IS NULL OR pg_catalog.jsonb_typeof(jobs) <> 'array'
        OR pg_catalog.jsonb_array_length(jobs) NOT BETWEEN 1 AND 10000
        OR EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(jobs) j
                   WHERE pg_catalog.jsonb_typeof(j) <> 'object') THEN
         RETURN @extschema@.router_push_many_on(0, jobs);
+    END IF;
+    -- all of it for one shard (one queue, or one tenant's): sent as it is
+    SELECT pg_catalog.min(h), pg_catalog.max(h) INTO first_part, last_part
+    FROM (SELECT @extschema@.router_queue_hash(j OPERATOR(pg_catalog.->>) 'queue')
+                 OPERATOR(pg_catalog.&) (@extschema@.router_partitions() - 1) AS h
+          FROM pg_catalog.jsonb_array_elements(jobs) j) parts;
+    IF first_part = last_part THEN
+        RETURN @extschema@.router_push_many_on(first_part, jobs);
     END IF;
     SELECT pg_catalog.array_agg(s.id ORDER BY s.place) INTO ids
     FROM @extschema@.router_push_split(
@@ -275,6 +285,12 @@ DECLARE
     unreachable text;
     state      text;
 BEGIN
+    -- one queue (the usual worker's claim): the call is its shard's, as it is
+    IF pg_catalog.cardinality(queues) = 1 THEN
+        RETURN QUERY SELECT * FROM @extschema@.router_reserve_on(
+            @extschema@.router_queue_hash(queues[1]), queues, lease, worker, max_jobs, wait);
+        RETURN;
+    END IF;
     IF queues IS NULL THEN
         queues := '{default}';
     END IF;
@@ -390,7 +406,8 @@ COMMENT ON FUNCTION @extschema@.queue_cancel(bigint, boolean) IS
 
 /*
  * The batch forms: the pairs split by the shard each id names, every
- * shard's part in parallel; the result in input order.  Arrays the shards
+ * shard's part in parallel; the result in input order.  A batch of one
+ * shard's jobs (the usual case: one claim's) goes whole to that shard.  Arrays the shards
  * refuse (NULL, of different lengths, with NULLs, too long) go whole to
  * shard 0.
  */
@@ -405,6 +422,16 @@ AS $$
        AND pg_catalog.array_ndims(ids) = 1
        AND pg_catalog.array_position(ids, NULL) IS NULL
        AND pg_catalog.array_position(tokens, NULL) IS NULL
+$$;
+
+-- The one shard that holds every id of a batch (NULL: several).
+CREATE FUNCTION @extschema@.router_batch_home(ids bigint[])
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN pg_catalog.min(i OPERATOR(pg_catalog.>>) 48) = pg_catalog.max(i OPERATOR(pg_catalog.>>) 48)
+                THEN pg_catalog.min(i OPERATOR(pg_catalog.>>) 48)::integer END
+    FROM pg_catalog.unnest(ids) i
 $$;
 
 CREATE FUNCTION @extschema@.router_batch_done(ids bigint[], done bigint[])
@@ -434,9 +461,15 @@ CREATE FUNCTION @extschema@.queue_delete_many(ids bigint[], tokens bigint[])
 RETURNS bigint[]
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    home integer;
 BEGIN
     IF NOT @extschema@.router_batch_shape_ok(ids, tokens) THEN
         RETURN @extschema@.router_delete_many_on(0, ids, tokens);
+    END IF;
+    home := @extschema@.router_batch_home(ids);
+    IF home IS NOT NULL THEN
+        RETURN @extschema@.router_delete_many_on(home, ids, tokens);
     END IF;
     RETURN @extschema@.router_batch_done(ids,
         ARRAY(SELECT pg_catalog.unnest(d) FROM @extschema@.router_delete_split(ids, tokens) d));
@@ -465,9 +498,15 @@ CREATE FUNCTION @extschema@.queue_release_many(ids bigint[], tokens bigint[],
 RETURNS bigint[]
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    home integer;
 BEGIN
     IF NOT @extschema@.router_batch_shape_ok(ids, tokens) THEN
         RETURN @extschema@.router_release_many_on(0, ids, tokens, delay, error);
+    END IF;
+    home := @extschema@.router_batch_home(ids);
+    IF home IS NOT NULL THEN
+        RETURN @extschema@.router_release_many_on(home, ids, tokens, delay, error);
     END IF;
     RETURN @extschema@.router_batch_done(ids,
         ARRAY(SELECT pg_catalog.unnest(d) FROM @extschema@.router_release_split(ids, tokens, delay, error) d));
@@ -494,9 +533,15 @@ CREATE FUNCTION @extschema@.queue_fail_many(ids bigint[], tokens bigint[], error
 RETURNS bigint[]
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    home integer;
 BEGIN
     IF NOT @extschema@.router_batch_shape_ok(ids, tokens) THEN
         RETURN @extschema@.router_fail_many_on(0, ids, tokens, error);
+    END IF;
+    home := @extschema@.router_batch_home(ids);
+    IF home IS NOT NULL THEN
+        RETURN @extschema@.router_fail_many_on(home, ids, tokens, error);
     END IF;
     RETURN @extschema@.router_batch_done(ids,
         ARRAY(SELECT pg_catalog.unnest(d) FROM @extschema@.router_fail_split(ids, tokens, error) d));

@@ -29,6 +29,7 @@ import datetime
 import os
 import re
 import statistics
+import time
 import subprocess
 import sys
 
@@ -84,6 +85,28 @@ def cluster_cpu(server):
     return total / TICK
 
 
+IDLE = {}      # server name -> CPU seconds a second when idle (ticker, autovacuum launcher, writers)
+
+
+def measure_idle(servers, seconds=3):
+    before = {s.name: cluster_cpu(s) for s in servers}
+    started = time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - started
+    for s in servers:
+        IDLE[s.name] = (cluster_cpu(s) - before[s.name]) / elapsed
+
+
+def timed(servers, run):
+    """run()'s result, and each server's CPU seconds during it, net of its idle rate."""
+    before = [cluster_cpu(s) for s in servers]
+    started = time.monotonic()
+    result = run()
+    elapsed = time.monotonic() - started
+    used = [cluster_cpu(s) - b - IDLE.get(s.name, 0) * elapsed for s, b in zip(servers, before)]
+    return result, used
+
+
 def fill(server, queues, per_queue):
     """per_queue jobs in each queue, pushed on the shard itself."""
     conn = server.connect(DB)
@@ -130,7 +153,7 @@ def setup(shard_count):
 
 
 def spread(values):
-    return f"{min(values):.2f}-{max(values):.2f}"
+    return f"{min(values):.2f}-{max(values):.2f}" if max(values) < 10 else f"{min(values):.0f}-{max(values):.0f}"
 
 
 def overhead(router, shards, rounds, seconds, report):
@@ -147,23 +170,35 @@ def overhead(router, shards, rounds, seconds, report):
     ]
     report.append("## Router overhead (2 shards; queue \"default\" on shard "
                   f"{shards.index(home)}; pgbench -c 2, prepared)\n")
-    report.append("| operation | direct tps | through the router tps | ratio (median) | spread | goal |")
-    report.append("|---|---|---|---|---|---|")
+    report.append("| operation | direct tps | through the router tps | ratio (median) | spread | goal |"
+                  " shard CPU µs/job direct | shard CPU µs/job routed | router CPU µs/job |")
+    report.append("|---|---|---|---|---|---|---|---|---|")
     for name, script, goal, prepare, limit, defines in cases:
-        direct, routed, ratios = [], [], []
+        op = "push" if script.startswith("push") else "drain"
+        direct, routed, ratios, cpu_direct, cpu_routed, cpu_router = [], [], [], [], [], []
         for _ in range(rounds):
             clear(home)
             prepare()
-            d = pgbench(home, DB, os.path.join(SCRIPTS, script), 2, defines=defines, **limit)
+            jobs = jobs_done(home, op)
+            d, (shard_cpu, _) = timed([home, router], lambda: pgbench(
+                home, DB, os.path.join(SCRIPTS, script), 2, defines=defines, **limit))
+            cpu_direct.append(1e6 * shard_cpu / max(jobs_done(home, op) - jobs, 1))
             clear(home)
             prepare()
-            r = pgbench(router, "router2", os.path.join(SCRIPTS, script), 2, defines=defines, **limit)
+            jobs = jobs_done(home, op)
+            r, (shard_cpu, router_cpu) = timed([home, router], lambda: pgbench(
+                router, "router2", os.path.join(SCRIPTS, script), 2, defines=defines, **limit))
+            jobs = max(jobs_done(home, op) - jobs, 1)
+            cpu_routed.append(1e6 * shard_cpu / jobs)
+            cpu_router.append(1e6 * router_cpu / jobs)
             direct.append(d)
             routed.append(r)
             ratios.append(r / d)
         ratio = statistics.median(ratios)
         report.append(f"| {name} | {statistics.median(direct):.0f} | {statistics.median(routed):.0f} |"
-                      f" {ratio:.2f}x | {spread(ratios)} | >= {goal}x {'met' if ratio >= goal else 'missed'} |")
+                      f" {ratio:.2f}x | {spread(ratios)} | >= {goal}x {'met' if ratio >= goal else 'missed'} |"
+                      f" {statistics.median(cpu_direct):.0f} | {statistics.median(cpu_routed):.0f} |"
+                      f" {statistics.median(cpu_router):.0f} |")
         print(report[-1], flush=True)
     clear(home)
     report.append("")
@@ -172,8 +207,8 @@ def overhead(router, shards, rounds, seconds, report):
 def scaling(router, shards, rounds, seconds, report):
     queues = [f"q{n}" for n in range(64)]
     report.append("## 1, 2 and 4 shards through the router (64 queues, pgbench -c 4)\n")
-    report.append("| shards | operation | jobs/s (median) | spread | CPU ms per job: each shard's"
-                  " (its jobs) | CPU ms per job: router |")
+    report.append("| shards | operation | jobs/s (median) | spread | CPU µs per job: each shard's"
+                  " (of its jobs) | CPU µs per job: router |")
     report.append("|---|---|---|---|---|---|")
     for count in (1, 2, 4):
         db = f"router{count}"
@@ -190,18 +225,17 @@ def scaling(router, shards, rounds, seconds, report):
                 if op != "push":
                     for n in range(count):
                         fill(shards[n], [q for q in queues if home[q] == n], 150 * max(seconds, 1))
-                before = [cluster_cpu(s) for s in shards[:count]] + [cluster_cpu(router)]
                 done_before = [jobs_done(s, op) for s in shards[:count]]
-                t = pgbench(router, db, os.path.join(SCRIPTS, script), 4, seconds=seconds)
-                after = [cluster_cpu(s) for s in shards[:count]] + [cluster_cpu(router)]
+                t, used = timed(shards[:count] + [router],
+                                lambda: pgbench(router, db, os.path.join(SCRIPTS, script), 4, seconds=seconds))
                 done = [jobs_done(s, op) - b for s, b in zip(shards[:count], done_before)]
                 tps.append(t)
                 for n in range(count):
-                    shard_ms[n].append(1000 * (after[n] - before[n]) / max(done[n], 1))
-                router_ms.append(1000 * (after[-1] - before[-1]) / max(sum(done), 1))
-            per_shard = ", ".join(f"{statistics.median(m):.3f}" for m in shard_ms)
+                    shard_ms[n].append(1e6 * used[n] / max(done[n], 1))
+                router_ms.append(1e6 * used[-1] / max(sum(done), 1))
+            per_shard = ", ".join(f"{statistics.median(m):.0f}" for m in shard_ms)
             report.append(f"| {count} | {op} | {statistics.median(tps):.0f} | {spread(tps)} | {per_shard} |"
-                          f" {statistics.median(router_ms):.3f} |")
+                          f" {statistics.median(router_ms):.0f} |")
             print(report[-1], flush=True)
     report.append("")
 
@@ -229,9 +263,14 @@ def main():
 
 def measure(args, rounds, seconds, out):
     router, shards = setup(4)
+    measure_idle(shards + [router])
     load = os.getloadavg()
     report = [f"# Several servers ({'quick' if args.quick else 'full'}: {rounds} round(s) of {seconds} s;"
-              f" load average {load[0]:.1f} at the start; {os.cpu_count()} cores)\n"]
+              f" load average {load[0]:.1f} at the start; {os.cpu_count()} cores)\n",
+              "CPU per job: each cluster's CPU time during the run (postmaster and every process under it),"
+              " less its idle rate measured at the start ("
+              + ", ".join(f"{name} {1e3 * rate:.1f} ms/s" for name, rate in IDLE.items())
+              + "), divided by the jobs pushed or completed there (queue_counters).\n"]
     overhead(router, shards, rounds, seconds, report)
     scaling(router, shards, rounds, seconds, report)
     with open(os.path.join(out, "results.md"), "w") as f:

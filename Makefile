@@ -49,6 +49,10 @@ OBJS = \
 	extension/src/ring.o \
 	extension/src/counters.o \
 	extension/src/browse.o \
+	extension/src/flow.o \
+	extension/src/dependencies.o \
+	extension/src/concurrency.o \
+	extension/src/ratelimit.o \
 	extension/src/shard.o
 
 # Out-of-tree builds need the object directories in the build tree.
@@ -79,10 +83,12 @@ REGRESS = \
 	counters \
 	plans \
 	browse \
+	flow \
 	upgrade \
 	upgrade_1_2 \
 	upgrade_1_3 \
-	upgrade_1_4
+	upgrade_1_4 \
+	upgrade_1_5
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

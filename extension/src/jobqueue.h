@@ -34,6 +34,10 @@
  *   ring.c      - the storage ring: partitions emptied by rotation (1.3)
  *   counters.c  - shared memory: jobs pushed, claimed, ... per queue (1.4)
  *   browse.c    - the dashboard's reads: overview, pages, one job, leases (1.4)
+ *   flow.c      - flow control: holding jobs back and letting them go (1.5)
+ *   dependencies.c - jobs pushed to wait for other jobs (1.5)
+ *   concurrency.c  - concurrency limits, and what flow control holds back (1.5)
+ *   ratelimit.c - rate limits per queue (1.5)
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------

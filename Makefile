@@ -84,6 +84,7 @@ REGRESS = \
 	plans \
 	browse \
 	flow \
+	shard \
 	upgrade \
 	upgrade_1_2 \
 	upgrade_1_3 \

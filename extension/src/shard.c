@@ -96,7 +96,7 @@ jobqueue_shard_setup(PG_FUNCTION_ARGS)
 							   s, s), 0, NULL, NULL, SPI_OK_UTILITY);
 
 	/* every id that names a job here must lie in the range */
-	RunShardStatement(psprintf("SELECT pg_catalog.count(*), pg_catalog.min(id), pg_catalog.max(id) FROM ("
+	RunShardStatement(psprintf("SELECT pg_catalog.count(DISTINCT id), pg_catalog.min(id), pg_catalog.max(id) FROM ("
 							   " SELECT id FROM %s.queue_jobs WHERE id NOT BETWEEN $1 AND $2"
 							   " UNION ALL SELECT id FROM %s.queue_failed_jobs WHERE id NOT BETWEEN $1 AND $2"
 							   " UNION ALL SELECT job_id FROM %s.queue_failed_jobs WHERE job_id NOT BETWEEN $1 AND $2"

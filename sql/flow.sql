@@ -78,6 +78,20 @@ SELECT pg_temp.complete('ck', 'k1-b');
 SELECT pg_temp.claim('ck');
 SELECT pg_temp.complete('ck', 'k1-d'), pg_temp.complete('ck', 'k2-a'), pg_temp.complete('ck', 'free');
 RESET jobqueue.clock_offset;
+-- the batch completions hand slots on too
+SELECT count(*) FROM (SELECT queue_push('b' || n, queue => 'ck', concurrency_key => 'batch:' || (n % 2))
+                      FROM generate_series(1, 6) n) p;
+SELECT pg_temp.claim('ck');
+SELECT cardinality(queue_delete_many(array_agg(id), array_agg(token))) AS completed
+FROM queue_jobs WHERE queue = 'ck' AND token IS NOT NULL;
+SELECT pg_temp.claim('ck');
+SELECT cardinality(queue_fail_many(array_agg(id), array_agg(token), 'batch failure')) AS failed
+FROM queue_jobs WHERE queue = 'ck' AND token IS NOT NULL;
+SELECT pg_temp.claim('ck');
+SELECT cardinality(queue_delete_many(array_agg(id), array_agg(token))) AS completed
+FROM queue_jobs WHERE queue = 'ck' AND token IS NOT NULL;
+SELECT count(*) AS left_in_queue FROM queue_jobs WHERE queue = 'ck';
+TRUNCATE queue_failed_jobs;
 -- a key with nothing running or waiting leaves no row behind
 SELECT count(*) AS key_rows FROM queue_key_slots;
 
@@ -274,6 +288,6 @@ SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 1, NULL)$$);
 SELECT pg_temp.try($$SELECT queue_rate_limit_next(NULL)$$);
 SELECT pg_temp.try($$SELECT queue_concurrency_keys('')$$);
 -- the trigger functions are the tables' own
-SELECT pg_temp.try($$SELECT queue_flow_job_added()$$);
+SELECT pg_temp.try($$SELECT queue_flow_job_removed()$$);
 SELECT pg_temp.queue_checksum() = :'before' AS unchanged;
 SELECT queue_clear('bad');

@@ -170,6 +170,7 @@ typedef enum QueuePlanId
 	PLAN_JOB,
 	PLAN_LEASES,
 	/* since 1.5: flow control */
+	PLAN_PUSH_HELD_BACK,
 	PLAN_KEY_TAKE_SLOT,
 	PLAN_KEY_LOCK_SLOTS,
 	PLAN_KEY_SET_RUNNING,
@@ -429,7 +430,7 @@ extern void JobqueueDefineFlow(void);
 extern JobRemoval SetJobRemoval(JobRemoval removal);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
-extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
+extern void ReleaseHeldBackJob(const JqCall *call, int64 id, text *queue, text *key);
 extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,
 						  bool ready);
 extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);

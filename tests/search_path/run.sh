@@ -31,7 +31,7 @@
 # search_path=pg_catalog, pg_temp in proconfig, and all but queue_grant /
 # queue_revoke are SECURITY DEFINER (but for queue_current_ring, the
 # default of queue_jobs.ring, which runs no SQL; 1.3; and the flow-control
-# trigger functions, which fire inside the others; 1.5).  From 1.3 a rotation
+# trigger functions, which fire inside the others: 1.5).  From 1.3 a rotation
 # of the storage ring runs under the hostile search_path too.
 #
 # Usage: needs a running cluster (PGHOST/PGPORT/PGUSER=postgres, as
@@ -200,9 +200,9 @@ check "the trap works: evil operators and functions are taken and log when calle
 
 check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke are SECURITY DEFINER" "$(q -d "$DB" -c "
     SELECT bool_and(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp']
-                    AND (p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke', 'queue_flow_job_added',
-                                                      'queue_flow_job_removed', 'queue_flow_failed_removed')))
-               FILTER (WHERE p.proname <> 'queue_current_ring')
+                    AND (p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke')))
+               FILTER (WHERE p.proname NOT IN ('queue_current_ring', 'queue_flow_job_removed',
+                                               'queue_flow_failed_removed'))
            AND count(*) >= 20
     FROM pg_proc p
     JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'

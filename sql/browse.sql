@@ -195,8 +195,9 @@ SELECT count_cap, pending, delayed, reserved, failed, counts_capped,
 FROM unnest(ARRAY[1, 2, 3, 4]) AS count_cap, LATERAL queue_overview(count_cap) o
 WHERE o.queue = 'br_cap' ORDER BY count_cap;
 -- br_q (two of each state): a cap of 1 caps every count; delayed and held
--- jobs due later are read together up to the cap (here: one), so each
--- count is at least what was seen of it, and each is estimated
+-- jobs due later are counted together up to the cap (here: one) from the
+-- index alone, and past it their rows are not read: both counts are 0 (a
+-- lower bound), both estimated
 SELECT pending, delayed + reserved AS delayed_and_reserved, counts_capped,
        num_nonnulls(pending_estimate, delayed_estimate, reserved_estimate) AS estimated,
        failed_estimate IS NULL AS failed_exact

@@ -8,8 +8,8 @@
  * of jobs, so none of them counts or sorts a whole queue (plans.c, "1.4:
  * the dashboard's reads"): the overview counts each state up to a cap,
  * pages are keyset pages in id order, never OFFSET.  Since 1.5 a count
- * that passes the cap is also estimated, from the planner's statistics
- * (OverviewEstimates), so that the overview's cost does not follow the
+ * that passes the cap is also estimated, from the statistics ANALYZE keeps
+ * (OverviewRow), so that the overview's cost does not follow the
  * backlog.  The states are those
  * of queue_stats, from the same rules (plans.c, IS_PENDING and its
  * siblings).  No function returns a fencing token.
@@ -20,11 +20,18 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_statistic.h"
 #include "funcapi.h"
-#include "nodes/params.h"
-#include "tcop/tcopprot.h"
+#include "optimizer/plancat.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
-#include "utils/memutils.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jobqueue_overview);
 PG_FUNCTION_INFO_V1(jobqueue_overview_1_5);
@@ -60,36 +67,222 @@ jobqueue_overview(PG_FUNCTION_ARGS)
 }
 
 /*
- * The planner's estimate of how many rows "SELECT 1 FROM table WHERE
- * cond" returns, with the arguments' values known (a custom plan that is
- * never run): the statistics ANALYZE keeps (for queue = $1, the share of
- * the queue among the most common values) scaled to the table's size now
- * (its pages now times the rows per page ANALYZE saw, per partition).  It
- * reads no row, so it costs the same at any size.  Its garbage goes to
- * the caller's memory context.
+ * ---- 1.5: the estimates past the cap ----
+ *
+ * Made from the statistics ANALYZE keeps in pg_statistic (autovacuum's,
+ * or an explicit ANALYZE), as the planner would make its row estimates,
+ * but read directly: a planning per estimate would cost more than the
+ * counts it replaces.  Per partition of queue_jobs: its rows now (its
+ * pages now times the rows per page of the last ANALYZE, so a table that
+ * grew since is followed), the share of those that are the queue's (the
+ * most common values of queue, or the average share of the others), and
+ * the shares due later and with a token (independent of the queue, as the
+ * planner assumes).  No row is read: the cost is a few catalog look-ups.
+ */
+
+/* What the statistics say of one table of jobs (a partition, or queue_failed_jobs). */
+typedef struct TableStats
+{
+	Oid			relid;
+	double		rows;			/* rows now */
+	double		later;			/* share with available_at after now */
+	double		held;			/* share with a token */
+} TableStats;
+
+typedef struct OverviewStats
+{
+	bool		loaded;
+	int			ntables;
+	TableStats	jobs[NUM_JOB_TABLES];	/* queue_jobs' partitions */
+	TableStats	failed;
+} OverviewStats;
+
+/* The pg_statistic row of relid's column (release it), or NULL. */
+static HeapTuple
+ColumnStats(Oid relid, const char *column)
+{
+	AttrNumber	att = get_attnum(relid, column);
+
+	if (att == InvalidAttrNumber)
+		return NULL;
+	return SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(relid), Int16GetDatum(att),
+						   BoolGetDatum(false));
+}
+
+/*
+ * The table's rows now: ANALYZE's rows per page times its pages now; never
+ * analysed (or emptied since), the planner's guess from its pages.
  */
 static double
-PlannerRows(const JqCall *call, const char *table, const char *cond, int nargs,
-			Oid *types, Datum *values)
+RowsNow(Oid relid)
 {
-	char	   *sql = psprintf("SELECT 1 FROM %s.%s WHERE %s", call->quoted_schema, table, cond);
-	List	   *parsed = pg_parse_query(sql);
-	List	   *queries;
-	ParamListInfo params = makeParamList(nargs);
-	PlannedStmt *planned;
+	Relation	rel = table_open(relid, AccessShareLock);
+	BlockNumber pages = RelationGetNumberOfBlocks(rel);
+	double		rows;
 
-	queries = pg_analyze_and_rewrite_fixedparams(linitial_node(RawStmt, parsed), sql,
-												 types, nargs, NULL);
-	for (int i = 0; i < nargs; i++)
+	if (pages == 0)
+		rows = 0;
+	else if (rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples >= 0)
+		rows = rel->rd_rel->reltuples / rel->rd_rel->relpages * pages;
+	else
 	{
-		params->params[i].value = values[i];
-		params->params[i].isnull = false;
-		params->params[i].pflags = PARAM_FLAG_CONST;	/* folded into the plan */
-		params->params[i].ptype = types[i];
+		BlockNumber estimated_pages;
+		double		allvisfrac;
+
+		estimate_rel_size(rel, NULL, &estimated_pages, &rows, &allvisfrac);
 	}
-	params->numParams = nargs;
-	planned = pg_plan_query(linitial_node(Query, queries), sql, 0, params);
-	return planned->planTree->plan_rows;
+	table_close(rel, AccessShareLock);
+	return rows;
+}
+
+/* The share of relid's rows whose available_at is after now (planner's default without statistics). */
+static double
+LaterShare(Oid relid, TimestampTz now)
+{
+	HeapTuple	stats = ColumnStats(relid, "available_at");
+	AttStatsSlot slot;
+	double		share;
+	double		in_mcv = 0;
+
+	if (!HeapTupleIsValid(stats))
+		return DEFAULT_INEQ_SEL;
+	share = 0;
+	/* the most common values (a batch of jobs pushed together shares its moment) */
+	if (get_attstatsslot(&slot, stats, STATISTIC_KIND_MCV, InvalidOid,
+						 ATTSTATSSLOT_VALUES | ATTSTATSSLOT_NUMBERS))
+	{
+		for (int i = 0; i < slot.nvalues; i++)
+		{
+			in_mcv += slot.numbers[i];
+			if (DatumGetTimestampTz(slot.values[i]) > now)
+				share += slot.numbers[i];
+		}
+		free_attstatsslot(&slot);
+	}
+	/* the others: the histogram's buckets after now, the one holding now in part */
+	if (get_attstatsslot(&slot, stats, STATISTIC_KIND_HISTOGRAM, InvalidOid, ATTSTATSSLOT_VALUES))
+	{
+		int			n = slot.nvalues;
+		double		above = 0;
+
+		if (n >= 2)
+		{
+			TimestampTz first = DatumGetTimestampTz(slot.values[0]);
+			TimestampTz last = DatumGetTimestampTz(slot.values[n - 1]);
+
+			if (now < first)
+				above = 1;
+			else if (now >= last)
+				above = 0;
+			else
+				for (int i = 0; i < n - 1; i++)
+				{
+					TimestampTz lo = DatumGetTimestampTz(slot.values[i]);
+					TimestampTz hi = DatumGetTimestampTz(slot.values[i + 1]);
+
+					if (now >= lo && now < hi)
+					{
+						above = (n - 1 - i - (double) (now - lo) / (double) (hi - lo)) / (n - 1);
+						break;
+					}
+				}
+		}
+		share += Max(1.0 - ((Form_pg_statistic) GETSTRUCT(stats))->stanullfrac - in_mcv, 0) * above;
+		free_attstatsslot(&slot);
+	}
+	ReleaseSysCache(stats);
+	return share;
+}
+
+/* The share of relid's rows whose token is set (none without statistics). */
+static double
+HeldShare(Oid relid)
+{
+	HeapTuple	stats = ColumnStats(relid, "token");
+	double		share = 0;
+
+	if (HeapTupleIsValid(stats))
+	{
+		share = 1.0 - ((Form_pg_statistic) GETSTRUCT(stats))->stanullfrac;
+		ReleaseSysCache(stats);
+	}
+	return share;
+}
+
+/*
+ * The share of a table's rows (rows of them now) that are queue's: its
+ * frequency among the most common values of queue, else the rest shared
+ * evenly among the other distinct queues, at most the least common of
+ * the most common ones (as the planner's var_eq_const).
+ */
+static double
+QueueShare(const TableStats *table, text *queue)
+{
+	HeapTuple	stats = ColumnStats(table->relid, "queue");
+	Form_pg_statistic form;
+	AttStatsSlot slot;
+	double		rest;
+	double		distinct;
+	double		least_common = 1;
+	int			common = 0;
+	double		share = -1;
+
+	if (!HeapTupleIsValid(stats))
+		return DEFAULT_EQ_SEL;
+	form = (Form_pg_statistic) GETSTRUCT(stats);
+	rest = 1.0 - form->stanullfrac;
+	if (get_attstatsslot(&slot, stats, STATISTIC_KIND_MCV, InvalidOid,
+						 ATTSTATSSLOT_VALUES | ATTSTATSSLOT_NUMBERS))
+	{
+		for (int i = 0; i < slot.nvalues; i++)
+		{
+			text	   *value = DatumGetTextPP(slot.values[i]);
+
+			/* bytewise: queue names compare with the "C" rules everywhere */
+			if (VARSIZE_ANY_EXHDR(value) == VARSIZE_ANY_EXHDR(queue) &&
+				memcmp(VARDATA_ANY(value), VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)) == 0)
+				share = slot.numbers[i];
+			rest -= slot.numbers[i];
+			least_common = Min(least_common, slot.numbers[i]);
+		}
+		common = slot.nvalues;
+		free_attstatsslot(&slot);
+	}
+	if (share < 0)
+	{
+		distinct = form->stadistinct < 0 ? -form->stadistinct * table->rows : form->stadistinct;
+		share = distinct > common ? Max(rest, 0) / (distinct - common) : 0;
+		share = Min(share, least_common);
+	}
+	ReleaseSysCache(stats);
+	return share;
+}
+
+/* The tables' statistics, read once per call, when the first estimate needs them. */
+static void
+LoadOverviewStats(const JqCall *call, OverviewStats *stats)
+{
+	if (stats->loaded)
+		return;
+	stats->ntables = 0;
+	for (int t = JOBS_RING0; t <= JOBS_LONG; t++)
+	{
+		Oid			relid = get_relname_relid(JobTableName(t), call->schema);
+		TableStats *table = &stats->jobs[stats->ntables];
+
+		if (!OidIsValid(relid))
+			continue;
+		table->relid = relid;
+		table->rows = RowsNow(relid);
+		table->later = LaterShare(relid, call->now);
+		table->held = HeldShare(relid);
+		stats->ntables++;
+	}
+	stats->failed.relid = get_relname_relid("queue_failed_jobs", call->schema);
+	if (!OidIsValid(stats->failed.relid))
+		elog(ERROR, "jobqueue: queue_failed_jobs not found in the extension's schema");
+	stats->failed.rows = RowsNow(stats->failed.relid);
+	stats->loaded = true;
 }
 
 /* A row estimate as a count of at least floor. */
@@ -136,15 +329,16 @@ enum
 /*
  * One queue's counts: exact where its range ended within the cap, else a
  * lower bound (at most the cap) and an estimate (README, "queue_overview
- * 1.5").  The estimates start from the planner's rows of the queue in
- * queue_jobs and take away what was counted exactly: with only one state
+ * 1.5").  The estimates start from the queue's rows in queue_jobs by the
+ * statistics and take away what was counted exactly: with only one state
  * past the cap (the usual big backlog of one state), the estimate is the
- * planner's size of the queue minus the exact counts.  The jobs due later
- * (delayed and held) are the planner's rows due later, unless pending was
- * exact; held ones the planner's rows with a token (live or not).
+ * queue's size less the exact counts.  The jobs due later (delayed and
+ * held) are the statistics' rows due later, unless pending was exact;
+ * held ones its rows with a token (live or not).
  */
 static void
-OverviewRow(const JqCall *call, int64 cap, uint64 row, Datum *out, bool *nulls)
+OverviewRow(const JqCall *call, OverviewStats *stats, int64 cap, uint64 row, Datum *out,
+			bool *nulls)
 {
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	HeapTuple	tuple = SPI_tuptable->vals[row];
@@ -157,8 +351,7 @@ OverviewRow(const JqCall *call, int64 cap, uint64 row, Datum *out, bool *nulls)
 	int64		failed = SpiInt8(row, OV_FAILED);
 	bool		pending_exact = pending <= cap;
 	bool		later_exact = seen <= cap && ready_delayed <= cap;	/* delayed and reserved */
-	Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
-	Datum		args[2];
+	text	   *queue;
 
 	out[OUT_QUEUE] = SPI_getbinval(tuple, desc, OV_QUEUE, &isnull);
 	out[OUT_PAUSED] = SPI_getbinval(tuple, desc, OV_PAUSED, &isnull);
@@ -173,28 +366,37 @@ OverviewRow(const JqCall *call, int64 cap, uint64 row, Datum *out, bool *nulls)
 	nulls[OUT_DELAYED_ESTIMATE] = later_exact;
 	nulls[OUT_RESERVED_ESTIMATE] = later_exact;
 	nulls[OUT_FAILED_ESTIMATE] = failed <= cap;
+	if (pending_exact && later_exact && failed <= cap)
+		return;
 
-	args[0] = out[OUT_QUEUE];
-	args[1] = TimestampTzGetDatum(call->now);
+	LoadOverviewStats(call, stats);
+	queue = DatumGetTextPP(out[OUT_QUEUE]);
 	if (!pending_exact || !later_exact)
 	{
-		double		queue_rows = PlannerRows(call, "queue_jobs", "queue = $1", 1, types, args);
+		double		queue_rows = 0;
+		double		later_rows = 0;
+		double		held_rows = 0;
 		double		later;		/* delayed and held, estimated or exact */
 
+		for (int t = 0; t < stats->ntables; t++)
+		{
+			const TableStats *table = &stats->jobs[t];
+			double		rows = table->rows * QueueShare(table, queue);
+
+			queue_rows += rows;
+			later_rows += rows * table->later;
+			held_rows += rows * table->held;
+		}
 		if (later_exact)
 			later = ready_delayed + waiting_delayed + held;
 		else if (pending_exact)
 			later = queue_rows - pending;
 		else
-			later = PlannerRows(call, "queue_jobs", "queue = $1 AND available_at > $2", 2,
-								types, args);
+			later = later_rows;
 		if (!pending_exact)
 			out[OUT_PENDING_ESTIMATE] = Int64GetDatum(EstimateAtLeast(queue_rows - later, cap + 1));
 		if (!later_exact)
 		{
-			double		held_rows = PlannerRows(call, "queue_jobs",
-												"queue = $1 AND token IS NOT NULL", 1,
-												types, args);
 			int64		reserved = EstimateAtLeast(Min(held_rows, later), held);
 
 			out[OUT_RESERVED_ESTIMATE] = Int64GetDatum(reserved);
@@ -204,8 +406,7 @@ OverviewRow(const JqCall *call, int64 cap, uint64 row, Datum *out, bool *nulls)
 	}
 	if (failed > cap)
 		out[OUT_FAILED_ESTIMATE] =
-			Int64GetDatum(EstimateAtLeast(PlannerRows(call, "queue_failed_jobs", "queue = $1",
-													  1, types, args),
+			Int64GetDatum(EstimateAtLeast(stats->failed.rows * QueueShare(&stats->failed, queue),
 										  cap + 1));
 }
 
@@ -221,8 +422,7 @@ jobqueue_overview_1_5(PG_FUNCTION_ARGS)
 	Datum		args[2];
 	int32		cap;
 	ReturnSetInfo *rsinfo;
-	MemoryContext estimates;
-	MemoryContext caller;
+	OverviewStats stats = {.loaded = false};
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
 	cap = ArgInt(fcinfo, 0, "count_cap", JQ_DEFAULT_COUNT_CAP_1_5, 1, JQ_COUNT_CAP_LIMIT);
@@ -232,20 +432,14 @@ jobqueue_overview_1_5(PG_FUNCTION_ARGS)
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
 	QueueExecute(&call, PLAN_OVERVIEW, args, NULL, SPI_OK_SELECT);
-	/* the planner's garbage of one row's estimates, freed row by row */
-	estimates = AllocSetContextCreate(CurrentMemoryContext, "jobqueue overview estimates",
-									  ALLOCSET_SMALL_SIZES);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		Datum		out[OUT_COLUMNS] = {0};
 		bool		nulls[OUT_COLUMNS] = {false};
 
 		CHECK_FOR_INTERRUPTS();
-		caller = MemoryContextSwitchTo(estimates);
-		OverviewRow(&call, cap, row, out, nulls);
-		MemoryContextSwitchTo(caller);
+		OverviewRow(&call, &stats, cap, row, out, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
-		MemoryContextReset(estimates);
 	}
 	SPI_finish();
 	return (Datum) 0;

@@ -807,13 +807,17 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * 1.5: the same queues, each count read up to the cap $2 + 1 only, for
 	 * browse.c to tell exact counts from the ones it estimates.  The jobs
 	 * due later that wait (delayed or held) are one range of the waiting
-	 * index, read once up to the cap and told apart by their token (a
-	 * waiting job due later is held exactly when it has one): counting
-	 * each state of that range up to the cap separately read every job of
-	 * the other state that sorts first.  Columns: queue, paused, pending
-	 * (two ranges, each up to $2 + 1), ready jobs due later (delayed: only
-	 * a clock set back leaves them), the waiting range's delayed, held
-	 * and read rows, failed rows, the oldest pending job's available_at.
+	 * index, counted once up to the cap from the index alone; only when
+	 * they are within the cap are their rows read, to tell them apart by
+	 * their token (a waiting job due later is held exactly when it has
+	 * one; "n.seen <= $2" is a one-time filter).  Counting each state of
+	 * that range up to the cap separately read every job of the other
+	 * state that sorts first; reading their rows past the cap, rows whose
+	 * states are estimated anyway.  Columns: queue, paused, pending (two
+	 * ranges, each up to $2 + 1), ready jobs due later (delayed: only a
+	 * clock set back leaves them), the waiting range's delayed and held
+	 * jobs (0 past the cap) and its entries read, failed rows, the oldest
+	 * pending job's available_at.
 	 */
 	[PLAN_OVERVIEW][JQ_API_1_5] = {
 		JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
@@ -843,12 +847,14 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"   (SELECT j.available_at FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue AND "
 		IS_PENDING("$1") " ORDER BY j.available_at LIMIT 1)) AS oldest_pending_at"
 		" ) c"
-		" CROSS JOIN LATERAL (SELECT"
+		" CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS seen"
+		"  FROM (SELECT 1 FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue"
+		"   AND j.available_at > $1 LIMIT $2 + 1) l) n"
+		" CROSS JOIN LATERAL (SELECT n.seen,"
 		"  pg_catalog.count(*) FILTER (WHERE l.token IS NULL) AS delayed,"
-		"  pg_catalog.count(*) FILTER (WHERE l.token IS NOT NULL) AS held,"
-		"  pg_catalog.count(*) AS seen"
+		"  pg_catalog.count(*) FILTER (WHERE l.token IS NOT NULL) AS held"
 		"  FROM (SELECT j.token FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue"
-		"   AND j.available_at > $1 LIMIT $2 + 1) l) w"
+		"   AND j.available_at > $1 AND n.seen <= $2) l) w"
 		" ORDER BY q.queue COLLATE \"C\"",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},

@@ -89,7 +89,8 @@ REGRESS = \
 	upgrade_1_2 \
 	upgrade_1_3 \
 	upgrade_1_4 \
-	upgrade_1_5
+	upgrade_1_5 \
+	upgrade_1_5_overview
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

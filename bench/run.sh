@@ -958,7 +958,7 @@ if want dashboard; then
     rec dashboard.http "$([[ -n $JQ_DASHBOARD_BIN ]] && echo 1 || echo 0)"
     # the reads timed: a name, then its SQL (or, starting with /, a path of the dashboard)
     DASH_READS=(overview "SELECT * FROM queue_overview()"
-                overview_cap1000 "SELECT * FROM queue_overview(1000)"
+                overview_cap10000 "SELECT * FROM queue_overview(10000)"
                 page_tiny "SELECT * FROM queue_jobs_page('dash_tiny')"
                 page_bulk "SELECT * FROM queue_jobs_page('dash_bulk')"
                 page_mail_reserved "SELECT * FROM queue_jobs_page('dash_mail', 'reserved')"

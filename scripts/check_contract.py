@@ -38,6 +38,12 @@ FUNCTION_RULES = {
     ("queue_leases", "max_rows"): ("JQ_DEFAULT_LEASE_ROWS", "{}", False),
 }
 
+# The same, for a default that an upgrade script changed:
+# (script, function, argument) -> rule, looked up first.
+SCRIPT_RULES = {
+    ("jobqueue--1.4--1.5.sql", "queue_overview", "count_cap"): ("JQ_DEFAULT_COUNT_CAP_1_5", "{}", False),
+}
+
 # The function whose signature an argument belongs to: the last one
 # created before it.
 FUNCTION_RE = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+@extschema@\.(\w+)")
@@ -68,7 +74,8 @@ def main():
         for m in DEFAULT_RE.finditer(text):
             functions = FUNCTION_RE.findall(text, 0, m.start())
             function = functions[-1] if functions else None
-            rule = FUNCTION_RULES.get((function, m.group("name")), RULES.get(m.group("name")))
+            rule = SCRIPT_RULES.get((script.name, function, m.group("name")),
+                                    FUNCTION_RULES.get((function, m.group("name")), RULES.get(m.group("name"))))
             if rule is None:
                 continue
             macro, spelling, null_allowed = rule

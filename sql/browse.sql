@@ -2,7 +2,9 @@
 -- browse: the dashboard's reads (1.4): queue_overview, queue_jobs_page,
 -- queue_job, queue_leases.  Every argument error with its SQLSTATE; every
 -- state, told apart as queue_stats does (also a ready job due later, which
--- only a clock set back leaves); counts stopped at the cap; keyset pages
+-- only a clock set back leaves); counts exact up to the cap, and past it
+-- a lower bound and an estimate (1.5), near the truth once analysed and
+-- never below what was counted; keyset pages
 -- of a small queue and of one past the size where pages are sorted from
 -- the queue's own index ranges (both against a reference query written
 -- from README's rules); a failed job; the live leases after claims; a
@@ -187,13 +189,106 @@ RESET jobqueue.clock_offset;
 -- br_cap: three pending jobs; a cap of 2 stops there and says so, a cap
 -- of 3 counts them all
 SELECT count(queue_push('cap-' || i, '{}', 'br_cap')) AS pushed FROM generate_series(1, 3) AS i;
-SELECT count_cap, pending, delayed, reserved, failed, counts_capped
+SELECT count_cap, pending, delayed, reserved, failed, counts_capped,
+       pending_estimate IS NOT NULL AS pending_estimated,
+       num_nulls(delayed_estimate, reserved_estimate, failed_estimate) AS others_exact
 FROM unnest(ARRAY[1, 2, 3, 4]) AS count_cap, LATERAL queue_overview(count_cap) o
 WHERE o.queue = 'br_cap' ORDER BY count_cap;
--- br_q (two of each state): a cap of 1 caps every count
-SELECT pending, delayed, reserved, counts_capped FROM queue_overview(1) WHERE queue = 'br_q';
+-- br_q (two of each state): a cap of 1 caps every count; delayed and held
+-- jobs due later are counted together up to the cap (here: one) from the
+-- index alone, and past it their rows are not read: both counts are 0 (a
+-- lower bound), both estimated
+SELECT pending, delayed + reserved AS delayed_and_reserved, counts_capped,
+       num_nonnulls(pending_estimate, delayed_estimate, reserved_estimate) AS estimated,
+       failed_estimate IS NULL AS failed_exact
+FROM queue_overview(1) WHERE queue = 'br_q';
 -- br_f's one failed row: a cap of 1 is not exceeded
-SELECT failed, counts_capped FROM queue_overview(1) WHERE queue = 'br_f';
+SELECT failed, counts_capped, failed_estimate IS NULL AS failed_exact
+FROM queue_overview(1) WHERE queue = 'br_f';
+
+--------------------------------------------------------------------------
+-- past the cap: a lower bound and an estimate (1.5)
+--------------------------------------------------------------------------
+-- br_est: 3,000 pending, 20 held, 5 delayed, and 40 failed rows; br_late:
+-- 10 pending, 1,500 delayed, 30 held.  Analysed, so that the planner's
+-- statistics know them (and only then: autovacuum must not analyse the
+-- tables under the test)
+ALTER TABLE queue_jobs_ring0 SET (autovacuum_enabled = false);
+ALTER TABLE queue_jobs_ring1 SET (autovacuum_enabled = false);
+ALTER TABLE queue_jobs_long SET (autovacuum_enabled = false);
+ALTER TABLE queue_failed_jobs SET (autovacuum_enabled = false);
+SELECT sum(cardinality(queue_push_many(jobs))) AS pushed
+FROM (SELECT jsonb_agg(jsonb_build_object('name', 'est-' || i, 'queue', 'br_est')) AS jobs
+      FROM generate_series(1, 3065) AS i) batch;
+SELECT count(*) AS claimed FROM queue_reserve('{br_est}', '1 hour', 'worker-est', 60);
+SELECT count(queue_fail(id, token, 'broken')) AS failed
+FROM (SELECT * FROM queue_jobs WHERE queue = 'br_est' AND token IS NOT NULL LIMIT 40) j;
+SELECT count(queue_push('est-d', '{}', 'br_est', '1 hour')) AS delayed FROM generate_series(1, 5);
+SELECT sum(cardinality(queue_push_many(jobs))) AS pushed
+FROM (SELECT jsonb_agg(jsonb_build_object('name', 'late-' || i, 'queue', 'br_late',
+                                          'delay', CASE WHEN i <= 1500 THEN 7200 ELSE 0 END)) AS jobs
+      FROM generate_series(1, 1540) AS i) batch;
+SELECT count(*) AS claimed FROM queue_reserve('{br_late}', '1 hour', 'worker-late', 30);
+ANALYZE queue_jobs, queue_failed_jobs;
+-- the true counts, for the comparisons below
+CREATE TEMP TABLE br_truth AS
+SELECT queue, pending, delayed, reserved,
+       (SELECT count(*) FROM queue_failed_jobs f WHERE f.queue = s.queue) AS failed
+FROM queue_stats() s WHERE queue IN ('br_est', 'br_late');
+SELECT * FROM br_truth ORDER BY queue;
+-- at the default cap (1,000): br_est's pending jobs are past it (the count
+-- stops at the cap, the estimate is within 10 % of the truth), its other
+-- states are exact; br_late's jobs due later are past it: delayed and
+-- reserved are estimated, each at least what was counted of it, together
+-- within 10 %; its pending jobs are exact
+SELECT o.queue, o.pending, o.counts_capped,
+       o.pending_estimate IS NOT NULL AS pending_estimated,
+       o.delayed_estimate IS NOT NULL AS delayed_estimated,
+       o.reserved_estimate IS NOT NULL AS reserved_estimated,
+       o.failed_estimate IS NOT NULL AS failed_estimated,
+       CASE WHEN o.pending_estimate IS NULL THEN o.pending = t.pending
+            ELSE abs(o.pending_estimate - t.pending) <= t.pending / 10 END AS pending_right,
+       CASE WHEN o.delayed_estimate IS NULL THEN (o.delayed, o.reserved) = (t.delayed, t.reserved)
+            ELSE abs(o.delayed_estimate + o.reserved_estimate - t.delayed - t.reserved)
+                 <= (t.delayed + t.reserved) / 10
+                 AND o.delayed_estimate >= o.delayed AND o.reserved_estimate >= o.reserved
+                 AND o.delayed <= t.delayed AND o.reserved <= t.reserved END AS later_right,
+       o.failed = t.failed AS failed_right
+FROM queue_overview() o JOIN br_truth t USING (queue) ORDER BY o.queue;
+-- the oldest pending job stays exact past the cap
+SELECT o.oldest_pending_at = (SELECT min(available_at) FROM queue_jobs
+                              WHERE queue = o.queue AND available_at <= pg_temp.qnow())
+       AS oldest_exact
+FROM queue_overview() o WHERE o.queue IN ('br_est', 'br_late') ORDER BY o.queue;
+-- a cap of 10: the failed rows are estimated too (at least 11); with a cap
+-- above every count, nothing is estimated
+SELECT queue, failed, failed_estimate >= 11 AS failed_estimate_past_cap,
+       abs(failed_estimate - 40) <= 4 AS failed_estimate_right
+FROM queue_overview(10) WHERE queue = 'br_est';
+SELECT count(*) AS estimated_at_cap_100000
+FROM queue_overview(100000)
+WHERE num_nonnulls(pending_estimate, delayed_estimate, reserved_estimate, failed_estimate) > 0
+   OR counts_capped;
+-- not analysed since br_est tripled, the estimate follows the table's size
+-- (its pages now, with the rows per page of the last ANALYZE) but keeps
+-- the queue's share of the table that ANALYZE saw: the queue's jobs then,
+-- times the table's growth, less its exact jobs due later
+SELECT count(*) AS rows_analysed, count(*) FILTER (WHERE queue = 'br_est') AS est_analysed
+FROM queue_jobs \gset
+SELECT sum(cardinality(queue_push_many(jobs))) AS pushed
+FROM (SELECT jsonb_agg(jsonb_build_object('name', 'est-' || i, 'queue', 'br_est')) AS jobs
+      FROM generate_series(1, 6000) AS i GROUP BY i / 3000) batches;
+SELECT abs(o.pending_estimate - (:est_analysed * n.now / :rows_analysed - 25)) <= 0.1 * o.pending_estimate
+       AS estimate_follows_size,
+       o.pending_estimate < 9005 AS below_the_truth
+FROM queue_overview() o, (SELECT count(*) AS now FROM queue_jobs) n WHERE o.queue = 'br_est';
+DROP TABLE br_truth;
+DELETE FROM queue_jobs WHERE queue IN ('br_est', 'br_late');
+DELETE FROM queue_failed_jobs WHERE queue = 'br_est';
+ALTER TABLE queue_jobs_ring0 RESET (autovacuum_enabled);
+ALTER TABLE queue_jobs_ring1 RESET (autovacuum_enabled);
+ALTER TABLE queue_jobs_long RESET (autovacuum_enabled);
+ALTER TABLE queue_failed_jobs RESET (autovacuum_enabled);
 
 --------------------------------------------------------------------------
 -- a failed job, an unknown id, a payload returned verbatim
@@ -256,8 +351,9 @@ FROM unnest(ARRAY[NULL, 'pending', 'delayed', 'reserved']) AS s,
      unnest(ARRAY[NULL, :big_mid]::bigint[]) AS a,
      LATERAL pg_temp.page_matches('br_big', s, a, 100) m
 ORDER BY s NULLS FIRST, a NULLS FIRST;
--- the capped counts of the big queue
-SELECT pending, delayed, reserved, counts_capped FROM queue_overview() WHERE queue = 'br_big';
+-- the capped counts of the big queue (the default cap: 1,000)
+SELECT pending, delayed, reserved, counts_capped, pending_estimate IS NOT NULL AS pending_estimated
+FROM queue_overview() WHERE queue = 'br_big';
 SELECT count(*) AS leases_of_big FROM queue_leases(10000) WHERE queue = 'br_big';
 SELECT count(*) AS leases_cut_to FROM queue_leases(5);
 DELETE FROM queue_jobs WHERE queue IN ('br_big', 'br_big_other');

@@ -14,15 +14,35 @@ double seconds_between(TimePoint from, TimePoint to) { return std::chrono::durat
 
 }  // namespace
 
+FailedTotal failed_total(Client& client, const std::vector<QueueOverview>& queues) {
+    FailedTotal total;
+    for (const auto& q : queues) {
+        if (q.failed_estimate) {
+            total.rows += *q.failed_estimate;
+            total.exact = false;
+        } else if (!q.estimates && q.counts_capped && q.failed >= kOverviewCountCap) {
+            return {client.failed_count(), true};  // capped, not estimated: the extension is at 1.4
+        } else {
+            total.rows += q.failed;
+        }
+    }
+    return total;
+}
+
 nlohmann::json overview_json(Client& client, TimePoint now) {
     nlohmann::json queues = nlohmann::json::array();
-    for (const auto& q : client.overview(kOverviewCountCap)) {
+    auto rows = client.overview(kOverviewCountCap);
+    for (const auto& q : rows) {
         nlohmann::json row = q;
         row["oldest_pending_age_seconds"] =
             q.oldest_pending_at ? nlohmann::json(seconds_between(*q.oldest_pending_at, now)) : nlohmann::json();
         queues.push_back(std::move(row));
     }
-    return {{"queues", std::move(queues)}, {"count_cap", kOverviewCountCap}, {"failed_total", client.failed_count()}};
+    auto failed = failed_total(client, rows);
+    return {{"queues", std::move(queues)},
+            {"count_cap", kOverviewCountCap},
+            {"failed_total", failed.rows},
+            {"failed_total_exact", failed.exact}};
 }
 
 nlohmann::json queue_jobs_json(Client& client, const std::string& queue, const std::optional<std::string>& state,
@@ -80,7 +100,10 @@ nlohmann::json connection_json(Client& client) {
 MetricsSnapshot metrics_snapshot(Client& client) {
     MetricsSnapshot s;
     s.queues = client.overview(kOverviewCountCap);
-    s.failed_total = client.failed_count();
+    s.count_cap = kOverviewCountCap;
+    auto failed = failed_total(client, s.queues);
+    s.failed_total = failed.rows;
+    s.failed_total_exact = failed.exact;
     try {
         s.counters = client.counters();
     } catch (const Error& e) {

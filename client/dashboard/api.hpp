@@ -13,9 +13,23 @@
 
 namespace jobqueue::dashboard {
 
-// The cap the overview passes to queue_overview: a count that reaches it
-// is shown as "10,000+".
-constexpr int kOverviewCountCap = 10000;
+// The cap the overview passes to queue_overview: counts are exact up to
+// it; past it (extension 1.5) the page shows "≥ 1,000 (≈ 1.2 M)" and
+// /metrics the estimate; an extension at 1.4 makes no estimate, and a
+// count that reached the cap shows as "1,000+".
+constexpr int kOverviewCountCap = 1000;
+
+// The failed rows of every queue together, and whether that is exact.
+struct FailedTotal {
+    std::int64_t rows = 0;
+    bool exact = true;
+};
+
+// The failed rows of the overview's queues summed (each estimated past the
+// cap), so that the total costs no count of the failed table; when a
+// count stopped at the cap without an estimate (extension 1.4),
+// queue_failed_count() instead.
+FailedTotal failed_total(Client& client, const std::vector<QueueOverview>& queues);
 
 // {queues: [queue_overview rows + oldest_pending_age_seconds], count_cap,
 //  failed_total}. Ages are counted from `now`.

@@ -1,7 +1,9 @@
 // metrics.cpp: the metric families of /metrics.
 #include "metrics.hpp"
 
+#include <array>
 #include <chrono>
+#include <tuple>
 
 #include "prometheus.hpp"
 
@@ -40,15 +42,28 @@ std::string render_metrics(const MetricsSnapshot& s, TimePoint now) {
     out.sample("jobqueue_up", {}, std::int64_t{s.up ? 1 : 0});
     if (!s.up) return out.text();
 
+    // each state's count and its estimate (none: the count is exact)
+    auto states = [](const QueueOverview& q) {
+        return std::array<std::tuple<const char*, std::int64_t, std::optional<std::int64_t>>, 4>{
+            {{"pending", q.pending, q.pending_estimate},
+             {"delayed", q.delayed, q.delayed_estimate},
+             {"reserved", q.reserved, q.reserved_estimate},
+             {"failed", q.failed, q.failed_estimate}}};
+    };
     out.family("jobqueue_jobs", "gauge",
-               "Jobs of a queue by state (pending, delayed, reserved, failed); counts stop at the cap "
-               "(see jobqueue_jobs_counts_capped).");
-    for (const auto& q : s.queues) {
-        out.sample("jobqueue_jobs", {{"queue", q.queue}, {"state", "pending"}}, q.pending);
-        out.sample("jobqueue_jobs", {{"queue", q.queue}, {"state", "delayed"}}, q.delayed);
-        out.sample("jobqueue_jobs", {{"queue", q.queue}, {"state", "reserved"}}, q.reserved);
-        out.sample("jobqueue_jobs", {{"queue", q.queue}, {"state", "failed"}}, q.failed);
-    }
+               "Jobs of a queue by state (pending, delayed, reserved, failed): exact up to the overview's cap "
+               "(" + std::to_string(s.count_cap) + "), estimated from the planner's statistics past it "
+               "(see jobqueue_jobs_exact).");
+    for (const auto& q : s.queues)
+        for (const auto& [state, count, estimate] : states(q))
+            out.sample("jobqueue_jobs", {{"queue", q.queue}, {"state", state}}, estimate.value_or(count));
+    out.family("jobqueue_jobs_exact", "gauge",
+               "1 when jobqueue_jobs of the queue and state is an exact count, 0 when it is an estimate "
+               "(or, for an extension before 1.5, a count stopped at the cap).");
+    for (const auto& q : s.queues)
+        for (const auto& [state, count, estimate] : states(q))
+            out.sample("jobqueue_jobs_exact", {{"queue", q.queue}, {"state", state}},
+                       std::int64_t{q.estimates ? !estimate : !(q.counts_capped && count >= s.count_cap)});
     out.family("jobqueue_jobs_counts_capped", "gauge",
                "1 when a queue's counts in jobqueue_jobs stopped at the cap (there are at least that many).");
     for (const auto& q : s.queues) out.sample("jobqueue_jobs_counts_capped", {{"queue", q.queue}}, std::int64_t{q.counts_capped});
@@ -63,8 +78,12 @@ std::string render_metrics(const MetricsSnapshot& s, TimePoint now) {
         out.sample("jobqueue_oldest_pending_age_seconds", {{"queue", q.queue}}, age);
     }
     if (s.failed_total) {
-        out.family("jobqueue_failed_jobs", "gauge", "Rows in the failed table, every queue together.");
+        out.family("jobqueue_failed_jobs", "gauge",
+                   "Rows in the failed table, every queue together: the sum of jobqueue_jobs{state=\"failed\"} "
+                   "(an estimate when one of them is, see jobqueue_failed_jobs_exact).");
         out.sample("jobqueue_failed_jobs", {}, *s.failed_total);
+        out.family("jobqueue_failed_jobs_exact", "gauge", "1 when jobqueue_failed_jobs is exact, 0 when estimated.");
+        out.sample("jobqueue_failed_jobs_exact", {}, std::int64_t{s.failed_total_exact});
     }
     if (s.counters) {
         for (const auto& family : kCounterFamilies) {

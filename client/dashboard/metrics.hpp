@@ -15,7 +15,9 @@ namespace jobqueue::dashboard {
 struct MetricsSnapshot {
     bool up = false;  // the database answered
     std::vector<QueueOverview> queues;
-    std::optional<std::int64_t> failed_total;  // queue_failed_count()
+    int count_cap = 0;  // the cap the queues were counted up to
+    std::optional<std::int64_t> failed_total;  // the queues' failed rows summed (failed_total in api.hpp)
+    bool failed_total_exact = true;
     // queue_counters(); none when the server cannot count (jobqueue not in
     // shared_preload_libraries): the counter families are then left out.
     std::optional<std::vector<QueueCounters>> counters;

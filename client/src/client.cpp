@@ -462,22 +462,39 @@ std::optional<std::string> text_or_none(const char* text, bool null) {
 }
 }  // namespace
 
+// Each row as one JSON object, so that the statement's result type is the
+// same before and after the extension's update to 1.5 (which adds the
+// estimate columns): a prepared statement whose result changed would fail
+// until the connection is made again.
 std::vector<QueueOverview> Client::overview(std::optional<int> count_cap) {
     auto r = call("jobqueue_overview",
-                  "SELECT queue, paused, pending, delayed, reserved, failed, counts_capped, " +
-                      micros("oldest_pending_at") + " FROM " + fn("queue_overview") + "($1::int4)",
+                  "SELECT pg_catalog.to_jsonb(o) || pg_catalog.jsonb_build_object('oldest_pending_us', " +
+                      micros("o.oldest_pending_at") + ") FROM " + fn("queue_overview") + "($1::int4) o",
                   {pg::param(count_cap)}, false);
+    auto estimate = [](const nlohmann::json& row, const char* field) -> std::optional<std::int64_t> {
+        auto it = row.find(field);
+        if (it == row.end() || it->is_null()) return std::nullopt;
+        return it->get<std::int64_t>();
+    };
     std::vector<QueueOverview> out;
     for (int i = 0; i < r.rows(); ++i) {
+        auto row = nlohmann::json::parse(r.text(i, 0));
         QueueOverview o;
-        o.queue = r.text(i, 0);
-        o.paused = r.boolean(i, 1);
-        o.pending = r.integer(i, 2);
-        o.delayed = r.integer(i, 3);
-        o.reserved = r.integer(i, 4);
-        o.failed = r.integer(i, 5);
-        o.counts_capped = r.boolean(i, 6);
-        if (!r.null(i, 7)) o.oldest_pending_at = pg::micros_time(r.text(i, 7));
+        o.queue = row.at("queue").get<std::string>();
+        o.paused = row.at("paused").get<bool>();
+        o.pending = row.at("pending").get<std::int64_t>();
+        o.delayed = row.at("delayed").get<std::int64_t>();
+        o.reserved = row.at("reserved").get<std::int64_t>();
+        o.failed = row.at("failed").get<std::int64_t>();
+        o.counts_capped = row.at("counts_capped").get<bool>();
+        if (!row.at("oldest_pending_us").is_null())
+            o.oldest_pending_at = TimePoint(std::chrono::duration_cast<Clock::duration>(
+                std::chrono::microseconds(row.at("oldest_pending_us").get<std::int64_t>())));
+        o.pending_estimate = estimate(row, "pending_estimate");
+        o.delayed_estimate = estimate(row, "delayed_estimate");
+        o.reserved_estimate = estimate(row, "reserved_estimate");
+        o.failed_estimate = estimate(row, "failed_estimate");
+        o.estimates = row.contains("pending_estimate");
         out.push_back(std::move(o));
     }
     return out;

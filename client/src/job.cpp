@@ -88,7 +88,12 @@ void to_json(nlohmann::json& out, const QueueOverview& o) {
            {"reserved", o.reserved},
            {"failed", o.failed},
            {"counts_capped", o.counts_capped},
-           {"oldest_pending_at", or_null(o.oldest_pending_at)}};
+           {"oldest_pending_at", or_null(o.oldest_pending_at)},
+           {"pending_estimate", or_null(o.pending_estimate)},
+           {"delayed_estimate", or_null(o.delayed_estimate)},
+           {"reserved_estimate", or_null(o.reserved_estimate)},
+           {"failed_estimate", or_null(o.failed_estimate)},
+           {"estimates", o.estimates}};
 }
 
 void to_json(nlohmann::json& out, const JobSummary& j) {

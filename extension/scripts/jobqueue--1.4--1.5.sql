@@ -291,6 +291,23 @@ REVOKE EXECUTE ON FUNCTION @extschema@.queue_job_shard(bigint) FROM PUBLIC;
 
 
 -- ------------------------------------------------------------ the overview
+-- queue_overview counts each state exactly up to a smaller cap (1,000) and
+-- estimates the counts past it from the planner's statistics, in new
+-- columns (NULL: the count is exact), so that its cost no longer follows
+-- the backlog.  Its result changes: dropped and created again (the grant
+-- of its tiers follows, below).
+DROP FUNCTION @extschema@.queue_overview(integer);
+CREATE FUNCTION @extschema@.queue_overview(count_cap integer DEFAULT 1000)
+RETURNS TABLE (queue text, paused boolean, pending bigint, delayed bigint, reserved bigint,
+               failed bigint, counts_capped boolean, oldest_pending_at timestamptz,
+               pending_estimate bigint, delayed_estimate bigint, reserved_estimate bigint,
+               failed_estimate bigint)
+AS 'MODULE_PATHNAME', 'jobqueue_overview_1_5'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.queue_overview(integer) IS
+    'every queue with jobs, failed rows or settings: each state counted exactly up to count_cap and estimated past it, and when the oldest pending job fell due';
+REVOKE EXECUTE ON FUNCTION @extschema@.queue_overview(integer) FROM PUBLIC;
 
 
 -- ------------------------------------------------------------ tiers

@@ -7,7 +7,10 @@
  * A dashboard polls these every second or so against queues of millions
  * of jobs, so none of them counts or sorts a whole queue (plans.c, "1.4:
  * the dashboard's reads"): the overview counts each state up to a cap,
- * pages are keyset pages in id order, never OFFSET.  The states are those
+ * pages are keyset pages in id order, never OFFSET.  Since 1.5 a count
+ * that passes the cap is also estimated, from the statistics ANALYZE keeps
+ * (OverviewRow), so that the overview's cost does not follow the
+ * backlog.  The states are those
  * of queue_stats, from the same rules (plans.c, IS_PENDING and its
  * siblings).  No function returns a fencing token.
  *
@@ -15,10 +18,23 @@
  */
 #include "jobqueue.h"
 
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_statistic.h"
 #include "funcapi.h"
+#include "optimizer/plancat.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(jobqueue_overview);
+PG_FUNCTION_INFO_V1(jobqueue_overview_1_5);
 PG_FUNCTION_INFO_V1(jobqueue_jobs_page);
 PG_FUNCTION_INFO_V1(jobqueue_job);
 PG_FUNCTION_INFO_V1(jobqueue_leases);
@@ -48,6 +64,385 @@ jobqueue_overview(PG_FUNCTION_ARGS)
 	args[1] = Int32GetDatum(ArgInt(fcinfo, 0, "count_cap", JQ_DEFAULT_COUNT_CAP, 1,
 								   JQ_COUNT_CAP_LIMIT));
 	return ReturnRowsOf(&call, PLAN_OVERVIEW, args, NULL);
+}
+
+/*
+ * ---- 1.5: the estimates past the cap ----
+ *
+ * Made from the statistics ANALYZE keeps in pg_statistic (autovacuum's,
+ * or an explicit ANALYZE), as the planner would make its row estimates,
+ * but read directly: a planning per estimate would cost more than the
+ * counts it replaces.  Per partition of queue_jobs: its rows now (its
+ * pages now times the rows per page of the last ANALYZE, so a table that
+ * grew since is followed), the share of those that are the queue's (the
+ * most common values of queue, or the average share of the others), and
+ * the shares due later and with a token (independent of the queue, as the
+ * planner assumes).  No row is read: the cost is a few catalog look-ups.
+ */
+
+/* What the statistics say of one table of jobs (a partition, or queue_failed_jobs). */
+typedef struct TableStats
+{
+	Oid			relid;
+	double		rows;			/* rows now */
+	double		later;			/* share with available_at after now */
+	double		held;			/* share with a token */
+} TableStats;
+
+typedef struct OverviewStats
+{
+	bool		loaded;
+	int			ntables;
+	TableStats	jobs[NUM_JOB_TABLES];	/* queue_jobs' partitions */
+	TableStats	failed;
+} OverviewStats;
+
+/* The pg_statistic row of relid's column (release it), or NULL. */
+static HeapTuple
+ColumnStats(Oid relid, const char *column)
+{
+	AttrNumber	att = get_attnum(relid, column);
+
+	if (att == InvalidAttrNumber)
+		return NULL;
+	return SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(relid), Int16GetDatum(att),
+						   BoolGetDatum(false));
+}
+
+/*
+ * The table's rows now: ANALYZE's rows per page times its pages now; never
+ * analysed (or emptied since), the planner's guess from its pages.
+ */
+static double
+RowsNow(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	BlockNumber pages = RelationGetNumberOfBlocks(rel);
+	double		rows;
+
+	if (pages == 0)
+		rows = 0;
+	else if (rel->rd_rel->relpages > 0 && rel->rd_rel->reltuples >= 0)
+		rows = rel->rd_rel->reltuples / rel->rd_rel->relpages * pages;
+	else
+	{
+		BlockNumber estimated_pages;
+		double		allvisfrac;
+
+		estimate_rel_size(rel, NULL, &estimated_pages, &rows, &allvisfrac);
+	}
+	table_close(rel, AccessShareLock);
+	return rows;
+}
+
+/* The share of relid's rows whose available_at is after now (planner's default without statistics). */
+static double
+LaterShare(Oid relid, TimestampTz now)
+{
+	HeapTuple	stats = ColumnStats(relid, "available_at");
+	AttStatsSlot slot;
+	double		share;
+	double		in_mcv = 0;
+
+	if (!HeapTupleIsValid(stats))
+		return DEFAULT_INEQ_SEL;
+	share = 0;
+	/* the most common values (a batch of jobs pushed together shares its moment) */
+	if (get_attstatsslot(&slot, stats, STATISTIC_KIND_MCV, InvalidOid,
+						 ATTSTATSSLOT_VALUES | ATTSTATSSLOT_NUMBERS))
+	{
+		for (int i = 0; i < slot.nvalues; i++)
+		{
+			in_mcv += slot.numbers[i];
+			if (DatumGetTimestampTz(slot.values[i]) > now)
+				share += slot.numbers[i];
+		}
+		free_attstatsslot(&slot);
+	}
+	/* the others: the histogram's buckets after now, the one holding now in part */
+	if (get_attstatsslot(&slot, stats, STATISTIC_KIND_HISTOGRAM, InvalidOid, ATTSTATSSLOT_VALUES))
+	{
+		int			n = slot.nvalues;
+		double		above = 0;
+
+		if (n >= 2)
+		{
+			TimestampTz first = DatumGetTimestampTz(slot.values[0]);
+			TimestampTz last = DatumGetTimestampTz(slot.values[n - 1]);
+
+			if (now < first)
+				above = 1;
+			else if (now >= last)
+				above = 0;
+			else
+				for (int i = 0; i < n - 1; i++)
+				{
+					TimestampTz lo = DatumGetTimestampTz(slot.values[i]);
+					TimestampTz hi = DatumGetTimestampTz(slot.values[i + 1]);
+
+					if (now >= lo && now < hi)
+					{
+						above = (n - 1 - i - (double) (now - lo) / (double) (hi - lo)) / (n - 1);
+						break;
+					}
+				}
+		}
+		share += Max(1.0 - ((Form_pg_statistic) GETSTRUCT(stats))->stanullfrac - in_mcv, 0) * above;
+		free_attstatsslot(&slot);
+	}
+	ReleaseSysCache(stats);
+	return share;
+}
+
+/* The share of relid's rows whose token is set (none without statistics). */
+static double
+HeldShare(Oid relid)
+{
+	HeapTuple	stats = ColumnStats(relid, "token");
+	double		share = 0;
+
+	if (HeapTupleIsValid(stats))
+	{
+		share = 1.0 - ((Form_pg_statistic) GETSTRUCT(stats))->stanullfrac;
+		ReleaseSysCache(stats);
+	}
+	return share;
+}
+
+/*
+ * The share of a table's rows (rows of them now) that are queue's: its
+ * frequency among the most common values of queue, else the rest shared
+ * evenly among the other distinct queues, at most the least common of
+ * the most common ones (as the planner's var_eq_const).
+ */
+static double
+QueueShare(const TableStats *table, text *queue)
+{
+	HeapTuple	stats = ColumnStats(table->relid, "queue");
+	Form_pg_statistic form;
+	AttStatsSlot slot;
+	double		rest;
+	double		distinct;
+	double		least_common = 1;
+	int			common = 0;
+	double		share = -1;
+
+	if (!HeapTupleIsValid(stats))
+		return DEFAULT_EQ_SEL;
+	form = (Form_pg_statistic) GETSTRUCT(stats);
+	rest = 1.0 - form->stanullfrac;
+	if (get_attstatsslot(&slot, stats, STATISTIC_KIND_MCV, InvalidOid,
+						 ATTSTATSSLOT_VALUES | ATTSTATSSLOT_NUMBERS))
+	{
+		for (int i = 0; i < slot.nvalues; i++)
+		{
+			text	   *value = DatumGetTextPP(slot.values[i]);
+
+			/* bytewise: queue names compare with the "C" rules everywhere */
+			if (VARSIZE_ANY_EXHDR(value) == VARSIZE_ANY_EXHDR(queue) &&
+				memcmp(VARDATA_ANY(value), VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)) == 0)
+				share = slot.numbers[i];
+			rest -= slot.numbers[i];
+			least_common = Min(least_common, slot.numbers[i]);
+		}
+		common = slot.nvalues;
+		free_attstatsslot(&slot);
+	}
+	if (share < 0)
+	{
+		distinct = form->stadistinct < 0 ? -form->stadistinct * table->rows : form->stadistinct;
+		share = distinct > common ? Max(rest, 0) / (distinct - common) : 0;
+		share = Min(share, least_common);
+	}
+	ReleaseSysCache(stats);
+	return share;
+}
+
+/* The tables' statistics, read once per call, when the first estimate needs them. */
+static void
+LoadOverviewStats(const JqCall *call, OverviewStats *stats)
+{
+	if (stats->loaded)
+		return;
+	stats->ntables = 0;
+	for (int t = JOBS_RING0; t <= JOBS_LONG; t++)
+	{
+		Oid			relid = get_relname_relid(JobTableName(t), call->schema);
+		TableStats *table = &stats->jobs[stats->ntables];
+
+		if (!OidIsValid(relid))
+			continue;
+		table->relid = relid;
+		table->rows = RowsNow(relid);
+		table->later = LaterShare(relid, call->now);
+		table->held = HeldShare(relid);
+		stats->ntables++;
+	}
+	stats->failed.relid = get_relname_relid("queue_failed_jobs", call->schema);
+	if (!OidIsValid(stats->failed.relid))
+		elog(ERROR, "jobqueue: queue_failed_jobs not found in the extension's schema");
+	stats->failed.rows = RowsNow(stats->failed.relid);
+	stats->loaded = true;
+}
+
+/* A row estimate as a count of at least floor. */
+static int64
+EstimateAtLeast(double rows, int64 floor)
+{
+	int64		estimate = rows > (double) PG_INT64_MAX / 2 ? PG_INT64_MAX / 2 : (int64) rint(rows);
+
+	return Max(estimate, floor);
+}
+
+/* Columns of PLAN_OVERVIEW's 1.5 statement. */
+typedef enum OverviewColumn
+{
+	OV_QUEUE = 1,
+	OV_PAUSED,
+	OV_PENDING,					/* up to 2 (cap + 1): two ranges */
+	OV_READY_DELAYED,			/* up to cap + 1 */
+	OV_WAITING_DELAYED,			/* the waiting range due later, read up to cap + 1 */
+	OV_WAITING_HELD,
+	OV_WAITING_SEEN,
+	OV_FAILED,					/* up to cap + 1 */
+	OV_OLDEST_PENDING_AT
+} OverviewColumn;
+
+/* Columns of queue_overview's 1.5 result. */
+enum
+{
+	OUT_QUEUE,
+	OUT_PAUSED,
+	OUT_PENDING,
+	OUT_DELAYED,
+	OUT_RESERVED,
+	OUT_FAILED,
+	OUT_COUNTS_CAPPED,
+	OUT_OLDEST_PENDING_AT,
+	OUT_PENDING_ESTIMATE,
+	OUT_DELAYED_ESTIMATE,
+	OUT_RESERVED_ESTIMATE,
+	OUT_FAILED_ESTIMATE,
+	OUT_COLUMNS
+};
+
+/*
+ * One queue's counts: exact where its range ended within the cap, else a
+ * lower bound (at most the cap) and an estimate (README, "queue_overview
+ * 1.5").  The estimates start from the queue's rows in queue_jobs by the
+ * statistics and take away what was counted exactly: with only one state
+ * past the cap (the usual big backlog of one state), the estimate is the
+ * queue's size less the exact counts.  The jobs due later (delayed and
+ * held) are the statistics' rows due later, unless pending was exact;
+ * held ones its rows with a token (live or not).
+ */
+static void
+OverviewRow(const JqCall *call, OverviewStats *stats, int64 cap, uint64 row, Datum *out,
+			bool *nulls)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	HeapTuple	tuple = SPI_tuptable->vals[row];
+	bool		isnull;
+	int64		pending = SpiInt8(row, OV_PENDING);
+	int64		ready_delayed = SpiInt8(row, OV_READY_DELAYED);
+	int64		waiting_delayed = SpiInt8(row, OV_WAITING_DELAYED);
+	int64		held = SpiInt8(row, OV_WAITING_HELD);
+	int64		seen = SpiInt8(row, OV_WAITING_SEEN);
+	int64		failed = SpiInt8(row, OV_FAILED);
+	bool		pending_exact = pending <= cap;
+	bool		later_exact = seen <= cap && ready_delayed <= cap;	/* delayed and reserved */
+	text	   *queue;
+
+	out[OUT_QUEUE] = SPI_getbinval(tuple, desc, OV_QUEUE, &isnull);
+	out[OUT_PAUSED] = SPI_getbinval(tuple, desc, OV_PAUSED, &isnull);
+	out[OUT_OLDEST_PENDING_AT] = SPI_getbinval(tuple, desc, OV_OLDEST_PENDING_AT,
+											   &nulls[OUT_OLDEST_PENDING_AT]);
+	out[OUT_PENDING] = Int64GetDatum(Min(pending, cap));
+	out[OUT_DELAYED] = Int64GetDatum(Min(ready_delayed + waiting_delayed, cap));
+	out[OUT_RESERVED] = Int64GetDatum(Min(held, cap));
+	out[OUT_FAILED] = Int64GetDatum(Min(failed, cap));
+	out[OUT_COUNTS_CAPPED] = BoolGetDatum(!pending_exact || !later_exact || failed > cap);
+	nulls[OUT_PENDING_ESTIMATE] = pending_exact;
+	nulls[OUT_DELAYED_ESTIMATE] = later_exact;
+	nulls[OUT_RESERVED_ESTIMATE] = later_exact;
+	nulls[OUT_FAILED_ESTIMATE] = failed <= cap;
+	if (pending_exact && later_exact && failed <= cap)
+		return;
+
+	LoadOverviewStats(call, stats);
+	queue = DatumGetTextPP(out[OUT_QUEUE]);
+	if (!pending_exact || !later_exact)
+	{
+		double		queue_rows = 0;
+		double		later_rows = 0;
+		double		held_rows = 0;
+		double		later;		/* delayed and held, estimated or exact */
+
+		for (int t = 0; t < stats->ntables; t++)
+		{
+			const TableStats *table = &stats->jobs[t];
+			double		rows = table->rows * QueueShare(table, queue);
+
+			queue_rows += rows;
+			later_rows += rows * table->later;
+			held_rows += rows * table->held;
+		}
+		if (later_exact)
+			later = ready_delayed + waiting_delayed + held;
+		else if (pending_exact)
+			later = queue_rows - pending;
+		else
+			later = later_rows;
+		if (!pending_exact)
+			out[OUT_PENDING_ESTIMATE] = Int64GetDatum(EstimateAtLeast(queue_rows - later, cap + 1));
+		if (!later_exact)
+		{
+			int64		reserved = EstimateAtLeast(Min(held_rows, later), held);
+
+			out[OUT_RESERVED_ESTIMATE] = Int64GetDatum(reserved);
+			out[OUT_DELAYED_ESTIMATE] =
+				Int64GetDatum(EstimateAtLeast(later - reserved, ready_delayed + waiting_delayed));
+		}
+	}
+	if (failed > cap)
+		out[OUT_FAILED_ESTIMATE] =
+			Int64GetDatum(EstimateAtLeast(stats->failed.rows * QueueShare(&stats->failed, queue),
+										  cap + 1));
+}
+
+/*
+ * queue_overview(count_cap) 1.5: the 1.4 row, each count exact up to
+ * count_cap, and beyond it the count stopped there (a lower bound) and an
+ * estimate in the state's *_estimate column (NULL: the count is exact).
+ */
+Datum
+jobqueue_overview_1_5(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+	Datum		args[2];
+	int32		cap;
+	ReturnSetInfo *rsinfo;
+	OverviewStats stats = {.loaded = false};
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	cap = ArgInt(fcinfo, 0, "count_cap", JQ_DEFAULT_COUNT_CAP_1_5, 1, JQ_COUNT_CAP_LIMIT);
+	args[0] = TimestampTzGetDatum(call.now);
+	args[1] = Int32GetDatum(cap);
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	SPI_connect();
+	QueueExecute(&call, PLAN_OVERVIEW, args, NULL, SPI_OK_SELECT);
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		Datum		out[OUT_COLUMNS] = {0};
+		bool		nulls[OUT_COLUMNS] = {false};
+
+		CHECK_FOR_INTERRUPTS();
+		OverviewRow(&call, &stats, cap, row, out, nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
 }
 
 /* The state argument of a page: NULL (every state) or a state's name. */

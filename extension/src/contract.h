@@ -26,6 +26,7 @@
 #define JQ_DEFAULT_TIME_ZONE		"UTC"
 #define JQ_DEFAULT_CRON_COUNT		1
 #define JQ_DEFAULT_COUNT_CAP		10000	/* queue_overview (1.4) */
+#define JQ_DEFAULT_COUNT_CAP_1_5	1000	/* queue_overview (1.5): exact below, estimated above */
 #define JQ_DEFAULT_PAGE_ROWS		50		/* queue_jobs_page (1.4) */
 #define JQ_DEFAULT_LEASE_ROWS		200		/* queue_leases (1.4) */
 #define JQ_DEFAULT_MAX_RUNNING		1		/* per concurrency key without a limit (1.5) */

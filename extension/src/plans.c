@@ -846,6 +846,62 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 
 	/*
+	 * 1.5: the same queues, each count read up to the cap $2 + 1 only, for
+	 * browse.c to tell exact counts from the ones it estimates.  The jobs
+	 * due later that wait (delayed or held) are one range of the waiting
+	 * index, counted once up to the cap from the index alone; only when
+	 * they are within the cap are their rows read, to tell them apart by
+	 * their token (a waiting job due later is held exactly when it has
+	 * one; "n.seen <= $2" is a one-time filter).  Counting each state of
+	 * that range up to the cap separately read every job of the other
+	 * state that sorts first; reading their rows past the cap, rows whose
+	 * states are estimated anyway.  Columns: queue, paused, pending (two
+	 * ranges, each up to $2 + 1), ready jobs due later (delayed: only a
+	 * clock set back leaves them), the waiting range's delayed and held
+	 * jobs (0 past the cap) and its entries read, failed rows, the oldest
+	 * pending job's available_at.
+	 */
+	[PLAN_OVERVIEW][JQ_API_1_5] = {
+		JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
+		LOOSE_QUEUES("ready_queues", "@J@", "t.ready") ", "
+		LOOSE_QUEUES("waiting_queues", "@J@", "NOT t.ready") ", "
+		LOOSE_QUEUES("failed_queues", "@S@.queue_failed_jobs", "true") ", "
+		"queues(queue) AS ("
+		"  SELECT queue FROM ready_queues WHERE queue IS NOT NULL"
+		"  UNION SELECT queue FROM waiting_queues WHERE queue IS NOT NULL"
+		"  UNION SELECT queue FROM failed_queues WHERE queue IS NOT NULL"
+		"  UNION SELECT queue FROM @S@.queue_settings)"
+		" SELECT q.queue, coalesce(s.paused, false), c.pending, c.ready_delayed,"
+		"  w.delayed, w.held, w.seen, c.failed, c.oldest_pending_at"
+		" FROM queues q"
+		" LEFT JOIN @S@.queue_settings s ON s.queue = q.queue"
+		" CROSS JOIN LATERAL (WITH RECURSIVE " READY_PRIORITIES("q.queue")
+		"  SELECT "
+		CAPPED_COUNT("@J@ j WHERE j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2") " + "
+		CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2")
+		"   AS pending, "
+		CAPPED_COUNT(READY_BY_PRIORITY("1", "q.queue", IS_DELAYED("$1"), " LIMIT $2 + 1"), "$2")
+		"   AS ready_delayed, "
+		CAPPED_COUNT("@S@.queue_failed_jobs f WHERE f.queue = q.queue", "$2") " AS failed,"
+		"  least((SELECT pg_catalog.min(j.available_at) FROM "
+		READY_BY_PRIORITY("j.available_at", "q.queue", IS_PENDING("$1"),
+						  " ORDER BY j.available_at LIMIT 1") "),"
+		"   (SELECT j.available_at FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue AND "
+		IS_PENDING("$1") " ORDER BY j.available_at LIMIT 1)) AS oldest_pending_at"
+		" ) c"
+		" CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS seen"
+		"  FROM (SELECT 1 FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue"
+		"   AND j.available_at > $1 LIMIT $2 + 1) l) n"
+		" CROSS JOIN LATERAL (SELECT n.seen,"
+		"  pg_catalog.count(*) FILTER (WHERE l.token IS NULL) AS delayed,"
+		"  pg_catalog.count(*) FILTER (WHERE l.token IS NOT NULL) AS held"
+		"  FROM (SELECT j.token FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue"
+		"   AND j.available_at > $1 AND n.seen <= $2) l) w"
+		" ORDER BY q.queue COLLATE \"C\"",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+
+	/*
 	 * A page of queue $1's jobs in state $3 at $2, after id $4, at most $5:
 	 * from its candidates sorted by id when they are few (counted up to
 	 * the cap $4 first), else in id order along the primary keys, reading

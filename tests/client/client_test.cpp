@@ -1025,13 +1025,19 @@ TEST_F(ClientTest, OverviewCountsEveryState) {
     EXPECT_EQ(o->reserved, 1);
     EXPECT_EQ(o->failed, 1);
     EXPECT_FALSE(o->counts_capped);
+    EXPECT_TRUE(o->estimates);  // the extension (1.5) estimates past the cap
+    EXPECT_FALSE(o->pending_estimate || o->delayed_estimate || o->reserved_estimate || o->failed_estimate);
     ASSERT_TRUE(o->oldest_pending_at.has_value());
     EXPECT_TRUE(between(*o->oldest_pending_at, before, server_now()));
 
+    // past the cap: the count stops there, and the pending jobs are estimated
     auto capped = overview_of(client, q, 1);
     ASSERT_TRUE(capped.has_value());
     EXPECT_TRUE(capped->counts_capped);
     EXPECT_EQ(capped->pending, 1);
+    ASSERT_TRUE(capped->pending_estimate.has_value());
+    EXPECT_GE(*capped->pending_estimate, 2);
+    EXPECT_FALSE(capped->failed_estimate.has_value());
     EXPECT_THROW((void)client.overview(0), jobqueue::InvalidArgument);
 }
 

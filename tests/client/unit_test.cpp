@@ -161,9 +161,22 @@ TEST(ToJson, QueueOverview) {
     o.reserved = 3;
     o.failed = 4;
     o.counts_capped = true;
+    o.pending_estimate = 1234567;
+    o.estimates = true;
     nlohmann::json j = o;
-    nlohmann::json expected = {{"queue", "q"},      {"paused", true}, {"pending", 10000},      {"delayed", 2},
-                               {"reserved", 3},     {"failed", 4},    {"counts_capped", true}, {"oldest_pending_at", nullptr}};
+    nlohmann::json expected = {{"queue", "q"},
+                               {"paused", true},
+                               {"pending", 10000},
+                               {"delayed", 2},
+                               {"reserved", 3},
+                               {"failed", 4},
+                               {"counts_capped", true},
+                               {"oldest_pending_at", nullptr},
+                               {"pending_estimate", 1234567},
+                               {"delayed_estimate", nullptr},
+                               {"reserved_estimate", nullptr},
+                               {"failed_estimate", nullptr},
+                               {"estimates", true}};
     EXPECT_EQ(j, expected) << j.dump();
     o.oldest_pending_at = at_micros(951825600 * kSecond);
     EXPECT_EQ(nlohmann::json(o).at("oldest_pending_at"), "2000-02-29T12:00:00.000000Z");

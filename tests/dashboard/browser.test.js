@@ -127,6 +127,30 @@ function setUp() {
 
 // ------------------------------------------------------------ the checks
 
+// A queue past the overview's cap (1,000): queue_overview (1.5) gives the
+// count it stopped at and an estimate, which the page shows as
+// "≥ 1,000 (≈ N)" and marks as estimated; the queue's other counts, below
+// the cap, stay exact.
+async function estimatedCounts(page) {
+  pushMany('jq_dash_big', 1500);
+  sql('ANALYZE queue_jobs');
+  const [counted, estimate] = sql("SELECT pending || ',' || pending_estimate FROM queue_overview(1000) WHERE queue = 'jq_dash_big'")
+    .split(',');
+  check('1,500 pending: queue_overview(1000) counted 1,000 and estimates about 1,500', counted === '1000' &&
+    Math.abs(Number(estimate) - 1500) <= 150, { counted, estimate });
+  await page.goto(ADMIN + '/#/');
+  const cell = (field) => `tr[data-queue="jq_dash_big"] [data-field="${field}"]`;
+  const shown = await until(() => page.$eval(cell('pending'), (td) => td.textContent).catch(() => ''));
+  check('overview: an estimated count shows as "≥ 1,000 (≈ N)"', /^≥ 1,000 \(≈ [\d,]+\)$/.test(shown), shown);
+  const shownEstimate = Number(shown.replace(/^.*≈ ([\d,]+)\)$/, '$1').replace(/,/g, ''));
+  check('overview: N is about the 1,500 pending jobs', Math.abs(shownEstimate - 1500) <= 150, shownEstimate);
+  const marks = await page.$eval(cell('pending'), (td) => [td.dataset.estimated, td.title]);
+  check('overview: and is marked as estimated', marks[0] === 'true' && marks[1].includes('estimated'), marks);
+  const exact = await page.$eval(cell('delayed'), (td) => [td.textContent, td.dataset.estimated]);
+  check('overview: a count below the cap is shown exact', exact[0] === '0' && exact[1] === 'false', exact);
+  sql("DELETE FROM queue_jobs WHERE queue = 'jq_dash_big'");
+}
+
 async function overviewMatchesSql(page) {
   await page.goto(ADMIN + '/#/');
   const row = 'tr[data-queue="jq_dash_a"]';
@@ -469,7 +493,7 @@ async function main() {
       if (dialogs.answer) await dialog.accept();
       else await dialog.dismiss();
     });
-    const parts = [overviewMatchesSql, pauseAndResumeButtons, paging, clearAsksFirst, failedJobs, escaping,
+    const parts = [overviewMatchesSql, estimatedCounts, pauseAndResumeButtons, paging, clearAsksFirst, failedJobs, escaping,
       readOnly, crossSite, privileges, () => credentials(browser), withoutPreload, slowDatabase, databaseGoneAndBack];
     for (const part of parts) {
       try {

@@ -6,7 +6,8 @@ Against the dashboards run.sh started (DASH_ADMIN_URL on the preloaded
 cluster, DASH_PLAIN_URL on one without preload) and the preloaded cluster
 (PG* environment): jobs pushed, claimed, completed and failed here must show
 as exactly those counts in the counters, the gauges must equal what
-queue_overview() and queue_failed_count() say, a queue name with a quote, a
+queue_overview() and queue_failed_count() say (past the overview's cap:
+queue_overview's estimate, marked not exact), a queue name with a quote, a
 backslash and a line break must come back from the parser unchanged, and
 without preload the counter families must be absent while the rest is there.
 Last line: "N passed, N failed".
@@ -102,6 +103,31 @@ def main():
     failed_total = cur.fetchone()[0]
     check("jobqueue_failed_jobs is queue_failed_count()", value(values, "jobqueue_failed_jobs") == failed_total,
           value(values, "jobqueue_failed_jobs"))
+
+    check("jobqueue_failed_jobs is exact", value(values, "jobqueue_failed_jobs_exact") == 1,
+          value(values, "jobqueue_failed_jobs_exact"))
+    for q in (queue, weird):
+        for state in ("pending", "delayed", "reserved", "failed"):
+            got = value(values, "jobqueue_jobs_exact", queue=q, state=state)
+            check("jobqueue_jobs_exact{queue=%r,state=%s} is 1 (below the cap)" % (q, state), got == 1, got)
+
+    # past the overview's cap (1,000): jobqueue_jobs is queue_overview's estimate, marked not exact
+    big = "jq_dash_metrics_big"
+    cur.execute("SELECT count(queue_push('m', '{}', %s)) FROM generate_series(1, 1500)", (big,))
+    cur.execute("ANALYZE queue_jobs")
+    cur.execute("SELECT pending, pending_estimate FROM queue_overview(1000) WHERE queue = %s", (big,))
+    counted, estimate = cur.fetchone()
+    check("1,500 pending: queue_overview(1000) counted 1,000 and estimates about 1,500",
+          counted == 1000 and estimate is not None and abs(estimate - 1500) <= 150, (counted, estimate))
+    values, types = samples(scrape(os.environ["DASH_ADMIN_URL"])[1])
+    got = value(values, "jobqueue_jobs", queue=big, state="pending")
+    check("jobqueue_jobs{state=pending} past the cap is the estimate", got is not None and abs(got - 1500) <= 150, got)
+    got = value(values, "jobqueue_jobs_exact", queue=big, state="pending")
+    check("jobqueue_jobs_exact{state=pending} past the cap is 0", got == 0, got)
+    got = value(values, "jobqueue_jobs_exact", queue=big, state="delayed")
+    check("jobqueue_jobs_exact{state=delayed} below the cap is 1", got == 1, got)
+    check("jobqueue_jobs_exact is a gauge", types.get("jobqueue_jobs_exact") == "gauge", types.get("jobqueue_jobs_exact"))
+    cur.execute("DELETE FROM queue_jobs WHERE queue = %s", (big,))
 
     _, plain = scrape(os.environ["DASH_PLAIN_URL"])
     plain_values, plain_types = samples(plain)

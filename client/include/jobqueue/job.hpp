@@ -121,7 +121,9 @@ struct Tick {
 
 // One row of queue_overview() (extension 1.4): a queue's backlog counted
 // cheaply. The counts stop at the cap the call was given: counts_capped is
-// then true and a count means "at least this many".
+// then true and a count means "at least this many". From extension 1.5 a
+// count past the cap also has an estimate (from the planner's statistics);
+// none means the count is exact, or (1.4) that it was not estimated.
 struct QueueOverview {
     std::string queue;
     bool paused = false;
@@ -131,6 +133,11 @@ struct QueueOverview {
     std::int64_t failed = 0;
     bool counts_capped = false;
     std::optional<TimePoint> oldest_pending_at;  // none: nothing pending
+    std::optional<std::int64_t> pending_estimate;
+    std::optional<std::int64_t> delayed_estimate;
+    std::optional<std::int64_t> reserved_estimate;
+    std::optional<std::int64_t> failed_estimate;
+    bool estimates = false;  // the extension estimates past the cap (1.5 on)
 };
 
 // Which page of a queue's jobs queue_jobs_page() returns (keyset paging by

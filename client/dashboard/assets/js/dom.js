@@ -55,10 +55,22 @@ export const routes = {
   failed: (queue) => '#/failed' + (queue ? '?queue=' + encodeURIComponent(queue) : ''),
 };
 
-// 12345 -> "12,345"; a count that reached the overview's cap -> "10,000+".
-export function count(n, capped, cap) {
+// 12345 -> "12,345". A count past the overview's cap: with the server's
+// estimate (extension 1.5) "≥ 1,000 (≈ 1.2 M)", the count being what was
+// counted before it stopped; without one (1.4) "1,000+".
+export function count(n, capped, cap, estimate) {
   const text = Number(n).toLocaleString('en-US');
+  if (estimate !== null && estimate !== undefined) return '≥ ' + text + ' (≈ ' + approximate(estimate) + ')';
   return capped && cap && n >= cap ? text + '+' : text;
+}
+
+// An estimate rounded as far as it deserves: 950 -> "950", 12345 -> "12 k",
+// 1234567 -> "1.2 M".
+export function approximate(n) {
+  const v = Number(n);
+  if (v < 10000) return v.toLocaleString('en-US');
+  if (v < 1e6) return Math.round(v / 1e3).toLocaleString('en-US') + ' k';
+  return (v / 1e6).toLocaleString('en-US', { maximumFractionDigits: v < 1e7 ? 1 : 0 }) + ' M';
 }
 
 // 75 -> "1m 15s"

@@ -2,7 +2,7 @@
 import { get } from '../api.js';
 import { actionButton } from '../actions.js';
 import { rateChart } from '../chart.js';
-import { el, replaceChildren, routes, count, duration, errorText } from '../dom.js';
+import { el, replaceChildren, routes, count, approximate, duration, errorText } from '../dom.js';
 
 // What the page says when queue_counters cannot count (SQLSTATE 55000).
 const COUNTERS_NEED_PRELOAD = 'counters need jobqueue in shared_preload_libraries';
@@ -13,19 +13,28 @@ function connectionLine(c) {
     ' (PostgreSQL ' + c.server_version + (c.pooler ? ', through a pooler' : '') + ')';
 }
 
+// What an estimated count's cell says when pointed at.
+const ESTIMATED = 'counted up to the cap, then estimated from the planner\'s statistics (README, Dashboard)';
+
 function queueRow(q, cap) {
-  const cell = (field, value) => el('td', { className: 'n', dataset: { field } }, value);
+  // an extension that estimates past the cap (1.5) marks each estimated count itself
+  const capped = q.counts_capped && !q.estimates;
+  const shown = (field) => count(q[field], capped, cap, q[field + '_estimate']);
+  const cell = (field, value) => el('td', {
+    className: 'n',
+    dataset: { field, estimated: q[field + '_estimate'] != null ? 'true' : 'false' },
+    title: q[field + '_estimate'] != null ? ESTIMATED : '',
+  }, value);
   const action = q.paused
     ? actionButton('Resume', 'resume', { queue: q.queue }, { done: () => 'resumed ' + q.queue })
     : actionButton('Pause', 'pause', { queue: q.queue }, { done: () => 'paused ' + q.queue });
   return el('tr', { dataset: { queue: q.queue } },
     el('td', {}, el('a', { href: routes.queue(q.queue) }, q.queue)),
     el('td', { dataset: { field: 'paused' } }, q.paused ? el('span', { className: 'badge paused' }, 'paused') : 'active'),
-    cell('pending', count(q.pending, q.counts_capped, cap)),
-    cell('delayed', count(q.delayed, q.counts_capped, cap)),
-    cell('reserved', count(q.reserved, q.counts_capped, cap)),
-    el('td', { className: 'n', dataset: { field: 'failed' } },
-      q.failed > 0 ? el('a', { href: routes.failed(q.queue) }, count(q.failed, q.counts_capped, cap)) : '0'),
+    cell('pending', shown('pending')),
+    cell('delayed', shown('delayed')),
+    cell('reserved', shown('reserved')),
+    cell('failed', q.failed > 0 ? el('a', { href: routes.failed(q.queue) }, shown('failed')) : '0'),
     el('td', { className: 'n', dataset: { field: 'oldest' } }, duration(q.oldest_pending_age_seconds)),
     el('td', {}, action));
 }
@@ -74,7 +83,8 @@ export function mount(root) {
         counters.hidden = false;
       }
       chart.update(data.rates);
-      failedTotal.textContent = count(data.failed_total);
+      failedTotal.textContent = data.failed_total_exact === false
+        ? '≈ ' + approximate(data.failed_total) : count(data.failed_total);
       // the table is rebuilt only when it changed, so a click never meets a row being replaced
       const key = JSON.stringify(data.queues.map((q) => ({ ...q, oldest_pending_age_seconds: Math.round(q.oldest_pending_age_seconds || 0) })));
       if (key === shown) return;

@@ -140,6 +140,16 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 	" ORDER BY priority DESC, available_at, id" \
 	" LIMIT $3 FOR UPDATE SKIP LOCKED"
 
+/* The three searches as plan entries (1.3 on: per partition), for a version's columns. */
+#define CLAIM_CANDIDATES_DEF(columns) \
+	{CLAIM_CANDIDATES_SQL(columns), 3, {TEXTOID, TIMESTAMPTZOID, INT4OID}, .per_partition = true}
+#define CLAIM_CANDIDATES_FROM_DEF(columns) \
+	{CLAIM_CANDIDATES_FROM_SQL(columns), 6, \
+	 {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, .per_partition = true}
+#define CLAIM_CANDIDATES_BELOW_DEF(columns) \
+	{CLAIM_CANDIDATES_BELOW_SQL(columns), 4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID}, \
+	 .per_partition = true}
+
 /* The job's last error on a line of its own, when it has one. */
 #define WITH_LAST_ERROR \
 	"CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error ELSE '' END"
@@ -772,21 +782,9 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 			TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, INT2OID},
 		.per_partition = true
 	},
-	[PLAN_CLAIM_CANDIDATES][JQ_API_1_3] = {
-		CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS_1_3),
-		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
-		.per_partition = true
-	},
-	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_3] = {
-		CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS_1_3),
-		6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID},
-		.per_partition = true
-	},
-	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_3] = {
-		CLAIM_CANDIDATES_BELOW_SQL(CANDIDATE_COLUMNS_1_3),
-		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID},
-		.per_partition = true
-	},
+	[PLAN_CLAIM_CANDIDATES][JQ_API_1_3] = CLAIM_CANDIDATES_DEF(CANDIDATE_COLUMNS_1_3),
+	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_3] = CLAIM_CANDIDATES_FROM_DEF(CANDIDATE_COLUMNS_1_3),
+	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_3] = CLAIM_CANDIDATES_BELOW_DEF(CANDIDATE_COLUMNS_1_3),
 	/* The live jobs of a ring partition, counted up to one more than a rotation moves. */
 	[PLAN_RING_LIVE_JOBS][JQ_API_1_3] = {
 		"SELECT pg_catalog.count(*) FROM"
@@ -993,21 +991,9 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		.per_partition = true
 	},
 	/* The claim's searches also say whether the queue ($1) has a rate limit. */
-	[PLAN_CLAIM_CANDIDATES][JQ_API_1_5] = {
-		CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS_1_5),
-		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
-		.per_partition = true
-	},
-	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_5] = {
-		CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS_1_5),
-		6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID},
-		.per_partition = true
-	},
-	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_5] = {
-		CLAIM_CANDIDATES_BELOW_SQL(CANDIDATE_COLUMNS_1_5),
-		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID},
-		.per_partition = true
-	},
+	[PLAN_CLAIM_CANDIDATES][JQ_API_1_5] = CLAIM_CANDIDATES_DEF(CANDIDATE_COLUMNS_1_5),
+	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_5] = CLAIM_CANDIDATES_FROM_DEF(CANDIDATE_COLUMNS_1_5),
+	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_5] = CLAIM_CANDIDATES_BELOW_DEF(CANDIDATE_COLUMNS_1_5),
 
 	/*
 	 * Concurrency keys.  Take a slot of key $2 of queue $1 if fewer than

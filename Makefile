@@ -45,7 +45,11 @@ OBJS = \
 	extension/src/claimpos.o \
 	extension/src/ring.o \
 	extension/src/counters.o \
-	extension/src/browse.o
+	extension/src/browse.o \
+	extension/src/flow.o \
+	extension/src/dependencies.o \
+	extension/src/concurrency.o \
+	extension/src/ratelimit.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH

@@ -26,6 +26,8 @@ RULES = {
     "queues": ("JQ_DEFAULT_QUEUE", "'{{{}}}'", False),
     "time_zone": ("JQ_DEFAULT_TIME_ZONE", "'{}'", False),
     "lease": ("JQ_DEFAULT_LEASE_SECONDS", "'{} seconds'", True),  # NULL: the queue's
+    "on_duplicate": ("JQ_DEFAULT_ON_DUPLICATE", "'{}'", False),
+    "after_failed": ("JQ_DEFAULT_AFTER_FAILED", "'{}'", False),
 }
 
 # The same, for an argument whose default differs between functions:

@@ -46,10 +46,10 @@ SELECT pg_temp.member_schemas() AS member_schemas;
 SELECT to_regclass('jq.queue_jobs') IS NOT NULL AS jq_jobs,
        to_regclass('jq.queue_failed_jobs') IS NOT NULL AS jq_failed,
        to_regtype('jq.queue_job') IS NOT NULL AS jq_type,
-       to_regprocedure('jq.queue_push(text, jsonb, text, interval, integer, text, integer, timestamptz)') IS NOT NULL AS jq_push,
+       to_regprocedure('jq.queue_push(text, jsonb, text, interval, integer, text, integer, timestamptz, text, text, bigint[], text)') IS NOT NULL AS jq_push,
        to_regclass('public.queue_jobs') IS NULL AS no_public_jobs,
        to_regclass('public.queue_failed_jobs') IS NULL AS no_public_failed,
-       to_regprocedure('public.queue_push(text, jsonb, text, interval, integer, text, integer, timestamptz)') IS NULL AS no_public_push;
+       to_regprocedure('public.queue_push(text, jsonb, text, interval, integer, text, integer, timestamptz, text, text, bigint[], text)') IS NULL AS no_public_push;
 
 -- both tables (every partition of queue_jobs) are marked for pg_dump (pg_extension_config_dump)
 SELECT (SELECT bool_and(relid = ANY (extconfig)) FROM pg_partition_tree('jq.queue_jobs') WHERE isleaf) AS jobs_dumped,

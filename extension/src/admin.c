@@ -36,6 +36,7 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	JqCall		call;
 	Datum		args[3];
 	bool		cancelled;
+	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	ArgRequire(fcinfo, 0, "id");
@@ -43,7 +44,10 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	args[1] = BoolGetDatum(!PG_ARGISNULL(1) && PG_GETARG_BOOL(1));
 	args[2] = TimestampTzGetDatum(call.now);
 
+	/* a cancelled parent takes its children with it (flow.c) */
+	removal = SetJobRemoval(JOB_REMOVAL_CANCELLED);
 	cancelled = RunAloneFindingJob(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE) == 1;
+	SetJobRemoval(removal);
 
 	PG_RETURN_BOOL(cancelled);
 }
@@ -55,11 +59,14 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 	JqCall		call;
 	Datum		args[1];
 	int64		deleted;
+	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 
+	removal = SetJobRemoval(JOB_REMOVAL_CANCELLED);
 	deleted = (int64) RunAlone(&call, PLAN_CLEAR, args, NULL, SPI_OK_DELETE);
+	SetJobRemoval(removal);
 
 	PG_RETURN_INT64(deleted);
 }

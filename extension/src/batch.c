@@ -9,7 +9,7 @@
  * queue_push_many takes a JSON array of job objects with the fields of
  * queue_push; jobs without a unique key go in with one INSERT, jobs with one
  * through queue_push's own path (so duplicates, also within the batch, get
- * the holder's id).  The completion calls are fenced per job by its own
+ * the holder's id), as do jobs with flow control (1.5).  The completion calls are fenced per job by its own
  * token, and return the ids they acted on.  queue_delete_many locks and
  * deletes in two statements; queue_release_many and queue_fail_many take
  * the one-job path per job (two statements each), since each job's attempts
@@ -27,13 +27,18 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_push_many);
 PG_FUNCTION_INFO_V1(jobqueue_push_many_1_3);
+PG_FUNCTION_INFO_V1(jobqueue_push_many_1_5);
 PG_FUNCTION_INFO_V1(jobqueue_delete_many);
 PG_FUNCTION_INFO_V1(jobqueue_release_many);
 PG_FUNCTION_INFO_V1(jobqueue_fail_many);
 
+/* The fields of a job object; since 1.5 also flow_fields. */
 static const char *const job_fields[] = {
 	"name", "payload", "queue", "delay", "priority", "unique_key", "max_attempts",
 	"deadline", NULL
+};
+static const char *const flow_fields[] = {
+	"concurrency_key", "on_duplicate", "after", "after_failed", NULL
 };
 
 /* Names the element being read in any error raised while reading it. */
@@ -146,9 +151,19 @@ FieldTimestamp(JsonbValue *value, const char *field)
 	return result;
 }
 
+static bool
+FieldAmong(const JsonbValue *key, const char *const *fields)
+{
+	for (const char *const *field = fields; *field != NULL; field++)
+		if (strlen(*field) == (size_t) key->val.string.len &&
+			strncmp(*field, key->val.string.val, key->val.string.len) == 0)
+			return true;
+	return false;
+}
+
 /* Every key of a job object must be one queue_push knows: typos fail loudly. */
 static void
-CheckJobKeys(JsonbContainer *object)
+CheckJobKeys(JsonbContainer *object, bool flow)
 {
 	JsonbIterator *it = JsonbIteratorInit(object);
 	JsonbValue	value;
@@ -156,25 +171,87 @@ CheckJobKeys(JsonbContainer *object)
 
 	while ((token = JsonbIteratorNext(&it, &value, true)) != WJB_DONE)
 	{
-		bool		known = false;
-
 		if (token != WJB_KEY)
 			continue;
-		for (const char *const *field = job_fields; *field != NULL; field++)
-			if (strlen(*field) == (size_t) value.val.string.len &&
-				strncmp(*field, value.val.string.val, value.val.string.len) == 0)
-				known = true;
-		if (!known)
+		if (!FieldAmong(&value, job_fields) && !(flow && FieldAmong(&value, flow_fields)))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("unknown field \"%.*s\"", value.val.string.len, value.val.string.val),
-					 errhint("A job object may have: name, payload, queue, delay, priority, unique_key, max_attempts, deadline.")));
+					 errhint("A job object may have: name, payload, queue, delay, priority, unique_key, max_attempts, deadline%s.",
+							 flow ? ", concurrency_key, on_duplicate, after, after_failed" : "")));
 	}
+}
+
+/* A job id: a whole JSON number within bigint. */
+static int64
+FieldJobId(JsonbValue *value, const char *field)
+{
+	Datum		number;
+	bool		whole;
+
+	if (value->type != jbvNumeric)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must be an array of job ids (JSON numbers)", field)));
+	number = NumericGetDatum(value->val.numeric);
+	whole = DatumGetBool(DirectFunctionCall2(numeric_eq, number,
+											 DirectFunctionCall2(numeric_trunc, number,
+																 Int32GetDatum(0))));
+	if (!whole ||
+		DatumGetBool(DirectFunctionCall2(numeric_lt, number,
+										 DirectFunctionCall1(int8_numeric, Int64GetDatum(PG_INT64_MIN)))) ||
+		DatumGetBool(DirectFunctionCall2(numeric_gt, number,
+										 DirectFunctionCall1(int8_numeric, Int64GetDatum(PG_INT64_MAX)))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("field \"%s\" must hold whole numbers (job ids)", field)));
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, number));
+}
+
+/* The flow-control fields of a job object (1.5), with queue_push's rules. */
+static void
+ReadJobSpecFlow(JsonbContainer *object, JobSpec *job, TimestampTz now)
+{
+	JsonbValue *value;
+
+	if ((value = JobField(object, "concurrency_key")) != NULL)
+	{
+		job->concurrency_key = FieldText(value, "concurrency_key");
+		CheckNameText(job->concurrency_key, "concurrency_key", JQ_CONCURRENCY_KEY_MAX);
+	}
+	if ((value = JobField(object, "on_duplicate")) != NULL)
+		job->on_duplicate = ParseOnDuplicate(FieldString(value, "on_duplicate"), "on_duplicate");
+	if ((value = JobField(object, "after_failed")) != NULL)
+		job->run_if_parent_fails = ParseAfterFailed(FieldString(value, "after_failed"),
+													"after_failed");
+	if ((value = JobField(object, "after")) != NULL)
+	{
+		JsonbContainer *array;
+		int			count;
+		int64	   *ids;
+
+		if (value->type != jbvBinary || !JsonContainerIsArray(value->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("field \"after\" must be an array of job ids")));
+		array = value->val.binary.data;
+		count = JsonContainerSize(array);
+		if (count > JQ_PARENTS_LIMIT)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("field \"after\" has %d ids, at most %d are allowed",
+							count, JQ_PARENTS_LIMIT)));
+		ids = palloc(sizeof(int64) * Max(count, 1));
+		for (int i = 0; i < count; i++)
+			ids[i] = FieldJobId(getIthJsonbValueFromContainer(array, i), "after");
+		SetJobSpecParents(job, ids, count, "after");
+	}
+	CheckJobSpecFlow(job, now);
 }
 
 /* One element of the jobs array as a checked JobSpec, with queue_push's rules. */
 static void
-ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
+ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now, bool flow)
 {
 	JsonbContainer *object;
 	JsonbValue *value;
@@ -185,7 +262,7 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("each job must be a JSON object")));
 	object = element->val.binary.data;
-	CheckJobKeys(object);
+	CheckJobKeys(object, flow);
 
 	if ((value = JobField(object, "name")) == NULL)
 		ereport(ERROR,
@@ -229,6 +306,9 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now)
 		job->deadline = FieldTimestamp(value, "deadline");
 		CheckDeadline(job->deadline, job->available_at);
 	}
+	ClearJobSpecFlow(job);
+	if (flow)
+		ReadJobSpecFlow(object, job, now);
 }
 
 static Datum
@@ -346,7 +426,7 @@ PushMany(FunctionCallInfo fcinfo, JqApiVersion version)
 	error_context_stack = &context;
 	for (element = 0; element < count; element++)
 		ReadJobSpec(getIthJsonbValueFromContainer(&jobs->root, element), &specs[element],
-					call.now);
+					call.now, JqCallSince(&call, JQ_API_1_5));
 	error_context_stack = context.previous;
 
 	ids = palloc(sizeof(int64) * Max(count, 1));
@@ -356,7 +436,7 @@ PushMany(FunctionCallInfo fcinfo, JqApiVersion version)
 		bool		inserted;
 		bool		wants_wake;
 
-		if (i < count && specs[i].unique_key == NULL)
+		if (i < count && specs[i].unique_key == NULL && !JobSpecUsesFlow(&specs[i]))
 			continue;
 		if (i > run_start)
 			InsertPlainRun(&call, specs, run_start, i - run_start, ids, &due_queues);
@@ -385,6 +465,13 @@ Datum
 jobqueue_push_many_1_3(PG_FUNCTION_ARGS)
 {
 	return PushMany(fcinfo, JQ_API_1_3);
+}
+
+/* 1.5: jobs may have the flow-control fields */
+Datum
+jobqueue_push_many_1_5(PG_FUNCTION_ARGS)
+{
+	return PushMany(fcinfo, JQ_API_1_5);
 }
 
 typedef struct IdToken

@@ -19,8 +19,15 @@
  */
 #include "jobqueue.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xlog.h"
+#include "catalog/pg_extension.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 
 void
 JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version)
@@ -57,4 +64,46 @@ bool
 JqCallSince(const JqCall *call, JqApiVersion version)
 {
 	return call->version >= version;
+}
+
+/*
+ * The API version of the installed extension's schema (its extversion).
+ * A statement that copies whole job rows must name every column the
+ * schema has, whichever version's function started the call: a rotation
+ * run by a 1.3 function moves the columns 1.5 added too.  Read from the
+ * catalog each time: the callers (a rotation, a retry) are rare, and an
+ * ALTER EXTENSION UPDATE in another session must be seen at once.
+ */
+JqApiVersion
+InstalledApiVersion(void)
+{
+	static const char *const names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5"};
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+	char	   *version = NULL;
+	bool		isnull;
+	Datum		datum;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("jobqueue"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		datum = heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
+		if (!isnull)
+			version = text_to_cstring(DatumGetTextPP(datum));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	for (int v = JQ_API_COUNT - 1; v >= 0 && version != NULL; v--)
+		if (strcmp(version, names[v]) == 0)
+			return (JqApiVersion) v;
+	elog(ERROR, "jobqueue: the installed extension's version (%s) is not one this library knows",
+		 version ? version : "none");
+	return JQ_API_1_0;			/* not reached */
 }

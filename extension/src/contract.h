@@ -28,6 +28,9 @@
 #define JQ_DEFAULT_COUNT_CAP		10000	/* queue_overview (1.4) */
 #define JQ_DEFAULT_PAGE_ROWS		50		/* queue_jobs_page (1.4) */
 #define JQ_DEFAULT_LEASE_ROWS		200		/* queue_leases (1.4) */
+#define JQ_DEFAULT_MAX_RUNNING		1		/* per concurrency key without a limit (1.5) */
+#define JQ_DEFAULT_ON_DUPLICATE		"keep"	/* queue_push (1.5) */
+#define JQ_DEFAULT_AFTER_FAILED		"fail"	/* queue_push (1.5) */
 
 /* Lengths, in characters (not bytes). */
 #define JQ_QUEUE_NAME_MAX		64
@@ -36,6 +39,7 @@
 #define JQ_WORKER_NAME_MAX		200		/* longer names are cut, not refused */
 #define JQ_CRON_TEXT_MAX		200
 #define JQ_TIME_ZONE_NAME_MAX	64
+#define JQ_CONCURRENCY_KEY_MAX	200		/* also a key prefix's */
 
 /* Counts. */
 #define JQ_MAX_ATTEMPTS_LIMIT	1000000
@@ -44,11 +48,15 @@
 #define JQ_COUNT_CAP_LIMIT		10000000	/* queue_overview's count_cap */
 #define JQ_PAGE_ROWS_LIMIT		1000	/* queue_jobs_page's max_rows */
 #define JQ_LEASE_ROWS_LIMIT		10000	/* queue_leases' max_rows */
+#define JQ_PARENTS_LIMIT		1000	/* ids in queue_push's after */
+#define JQ_MAX_RUNNING_LIMIT	1000000	/* a concurrency limit */
+#define JQ_RATE_CLAIMS_LIMIT	1000000	/* a rate limit's max_claims */
 
 /* Spans. */
 #define JQ_LEASE_MIN_SECONDS	1
 #define JQ_LEASE_MAX_SECONDS	86400
 #define JQ_WAIT_MAX_SECONDS		3600
+#define JQ_RATE_PERIOD_MAX_SECONDS	86400	/* a rate limit's period: 1 ms to a day */
 
 /*
  * Stored error text: at most JQ_ERROR_TEXT_MAX bytes, the marker included.

@@ -93,6 +93,7 @@ static Datum
 Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 {
 	JqCall		call;
+	JqCall		retry_call;
 	bool		returns_queues;
 	bool		all_rows = PG_ARGISNULL(0);
 	Datum		args[3];
@@ -105,8 +106,11 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 								   JQ_MAX_ATTEMPTS_LIMIT));
 	args[2] = TimestampTzGetDatum(call.now);
 
+	/* a retried job keeps every column the installed schema has */
+	retry_call = call;
+	retry_call.version = Max(call.version, InstalledApiVersion());
 	SPI_connect();
-	QueueExecute(&call, all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE, args, NULL,
+	QueueExecute(&retry_call, all_rows ? PLAN_RETRY_FAILED_ALL : PLAN_RETRY_FAILED_ONE, args, NULL,
 				 returns_queues ? SPI_OK_INSERT_RETURNING : SPI_OK_INSERT);
 	moved = (int64) SPI_processed;
 	if (returns_queues && moved > 0)

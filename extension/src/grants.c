@@ -36,17 +36,21 @@ typedef enum QueueTier
 static const char *const producer_functions[] = {
 	"queue_push", "queue_push_many", "queue_pending", "queue_stats",
 	"queue_failed_count", "queue_list", "queue_cron_next", "queue_counters",
-	"queue_overview", NULL
+	"queue_overview", "queue_concurrency_list", "queue_concurrency_keys", "queue_rate_limits",
+	"queue_blocked", NULL
 };
 
 /* Claiming and finishing jobs. */
 static const char *const worker_functions[] = {
 	"queue_reserve", "queue_delete", "queue_delete_many", "queue_release",
-	"queue_release_many", "queue_fail", "queue_fail_many", "queue_extend", "queue_tick", NULL
+	"queue_release_many", "queue_fail", "queue_fail_many", "queue_extend", "queue_tick",
+	"queue_rate_limit_next", NULL
 };
 
+/* The flow-control triggers' functions are run by their tables only. */
 static const char *const owner_functions[] = {
-	"queue_grant", "queue_revoke", NULL
+	"queue_grant", "queue_revoke", "queue_flow_job_added", "queue_flow_job_removed",
+	"queue_flow_failed_removed", NULL
 };
 
 static bool

@@ -25,6 +25,7 @@ _PG_init(void)
 	JobqueueDefineClaimPositions();
 	JobqueueDefineRing();
 	JobqueueDefineNotifier(process_shared_preload_libraries_in_progress);
+	JobqueueDefineFlow();
 	if (process_shared_preload_libraries_in_progress)
 	{
 		JobqueueRequestWaiting();

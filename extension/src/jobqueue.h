@@ -90,6 +90,7 @@ typedef struct JqCall
 extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern void JqCallBeginWriting(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern bool JqCallSince(const JqCall *call, JqApiVersion version);
+extern JqApiVersion InstalledApiVersion(void);
 
 /* settings.c */
 extern int	jobqueue_max_payload_bytes;
@@ -164,6 +165,36 @@ typedef enum QueuePlanId
 	PLAN_PAGE_BY_ID,
 	PLAN_JOB,
 	PLAN_LEASES,
+	/* since 1.5: flow control */
+	PLAN_KEY_TAKE_SLOT,
+	PLAN_KEY_LOCK_SLOTS,
+	PLAN_KEY_SET_RUNNING,
+	PLAN_KEY_DROP_SLOTS,
+	PLAN_KEY_NEXT_WAITING,
+	PLAN_KEYS_WAITING,
+	PLAN_FLOW_LET_GO,
+	PLAN_FLOW_WAIT_FOR_KEY,
+	PLAN_JOB_IS_FAILED,
+	PLAN_FAILED_SET_KEY,
+	PLAN_CHILDREN_DONE,
+	PLAN_CHILDREN_FOLLOW,
+	PLAN_PARENT_FORGET,
+	PLAN_PARENTS_MARK,
+	PLAN_PARENTS_FAILED,
+	PLAN_PUSH_CHILD,
+	PLAN_ADD_PARENTS,
+	PLAN_REPLACE_PENDING,
+	PLAN_KEY_LIMIT_SET,
+	PLAN_KEY_LIMIT_REMOVE,
+	PLAN_KEY_LIMIT_LIST,
+	PLAN_KEYS_IN_USE,
+	PLAN_BLOCKED,
+	PLAN_RATE_SET,
+	PLAN_RATE_REMOVE,
+	PLAN_RATE_LIST,
+	PLAN_RATE_READ,
+	PLAN_RATE_LOCK,
+	PLAN_RATE_STORE,
 	NUM_QUEUE_PLANS
 } QueuePlanId;
 
@@ -190,7 +221,8 @@ typedef enum ClaimCandidateColumn
 	CANDIDATE_ID = 1,
 	CANDIDATE_PRIORITY,
 	CANDIDATE_AVAILABLE_AT,
-	CANDIDATE_PARTITION			/* since 1.3: its partition's relation id */
+	CANDIDATE_PARTITION,		/* since 1.3: its partition's relation id */
+	CANDIDATE_RATE_LIMITED		/* since 1.5: its queue has a rate limit */
 } ClaimCandidateColumn;
 
 /*
@@ -262,6 +294,13 @@ extern text *ArgErrorText(FunctionCallInfo fcinfo, int argno);
 extern text *CutErrorText(const char *message, int len);
 
 /* push.c: one job to insert, as checked from a call's arguments */
+typedef enum OnDuplicate
+{
+	ON_DUPLICATE_KEEP,			/* the job holding the unique key stays as it is */
+	ON_DUPLICATE_REPLACE,		/* a pending holder takes the new job's values */
+	ON_DUPLICATE_DEBOUNCE		/* the same, and the delay must be positive */
+} OnDuplicate;
+
 typedef struct JobSpec
 {
 	text	   *name;
@@ -273,7 +312,20 @@ typedef struct JobSpec
 	TimestampTz available_at;
 	bool		has_deadline;
 	TimestampTz deadline;
+	/* since 1.5: flow control */
+	text	   *concurrency_key;	/* NULL: none */
+	OnDuplicate on_duplicate;
+	int			parent_count;	/* distinct ids it waits for (after) */
+	int64	   *parents;		/* sorted */
+	bool		run_if_parent_fails;	/* after_failed = 'run' */
 } JobSpec;
+
+extern void ClearJobSpecFlow(JobSpec *job);
+extern OnDuplicate ParseOnDuplicate(const char *value, const char *argname);
+extern bool ParseAfterFailed(const char *value, const char *argname);
+extern void SetJobSpecParents(JobSpec *job, int64 *ids, int count, const char *argname);
+extern void CheckJobSpecFlow(const JobSpec *job, TimestampTz now);
+extern bool JobSpecUsesFlow(const JobSpec *job);
 
 extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
@@ -361,6 +413,30 @@ extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
 extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
 								const char *nulls, int expected, JobTable *found);
+
+/* flow.c: holding jobs back and letting them go (1.5) */
+typedef enum JobRemoval
+{
+	JOB_REMOVAL_FINISHED,		/* completed, or moved to the failed table */
+	JOB_REMOVAL_CANCELLED,		/* queue_cancel, queue_clear */
+	JOB_REMOVAL_MOVED			/* a rotation moves rows between partitions */
+} JobRemoval;
+extern void JobqueueDefineFlow(void);
+extern JobRemoval SetJobRemoval(JobRemoval removal);
+extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
+extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
+extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
+extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,
+						  bool ready);
+extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);
+extern void ChildrenFollowParent(const JqCall *call, int64 parent, bool cancelled);
+
+/* dependencies.c: a pushed job that waits for its parents (1.5) */
+extern int64 InsertChild(const JqCall *call, const JobSpec *job);
+
+/* ratelimit.c: rate limits per queue (1.5) */
+extern int	TakeRateLimitedClaims(const JqCall *call, Datum queue, int wanted,
+								  TimestampTz *next_slot);
 
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);

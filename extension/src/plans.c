@@ -116,6 +116,9 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 #define CANDIDATE_COLUMNS "id, priority, available_at"
 /* Since 1.3 with their partition, so that the claim updates that one only. */
 #define CANDIDATE_COLUMNS_1_3 CANDIDATE_COLUMNS ", tableoid"
+/* Since 1.5 with whether the queue has a rate limit (the same for every row). */
+#define CANDIDATE_COLUMNS_1_5 CANDIDATE_COLUMNS_1_3 \
+	", EXISTS (SELECT 1 FROM @S@.queue_settings r WHERE r.queue = $1 AND r.rate_max IS NOT NULL)"
 
 /* The claim's search from the head of queue $1, for $3 jobs due at $2. */
 #define CLAIM_CANDIDATES_SQL(columns) \
@@ -174,6 +177,18 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 	"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)" \
 	" RETURNING id"
 #define PUSH_INTO_RING_COLUMNS ", id, ring"
+/*
+ * A push with a unique key (1.3: into the long partition, whose unique
+ * index is the key's arbiter; a partitioned table cannot have one).
+ */
+#define PUSH_UNIQUE_LONG_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long" \
+	" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  unique_key, deadline, ring" columns ")" \
+	" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7," \
+	"  $8, $9, " SQL_NUMBER(JQ_RING_LONG) values ")" \
+	" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING" \
+	" RETURNING id, " WANTS_WAKEUPS
 #define NEXT_JOB_ID ", pg_catalog.nextval('@S@.queue_jobs_id_seq')"
 
 /* Every column of a job but its ring partition: what a rotation moves unchanged. */
@@ -181,13 +196,52 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 	"id, queue, name, payload, attempts, max_attempts, priority, unique_key, available_at," \
 	" reserved_until, reserved_by, last_error, created_at, token, ready, deadline"
 
-/* Puts the rows of "moved" back into queue_jobs, as a retry does. */
-#define RETRY_INSERT \
+/*
+ * Puts the rows of "moved" back into queue_jobs, as a retry does; columns
+ * and values: what a version adds (1.5: the job's concurrency key).
+ */
+#define RETRY_INSERT_SQL(columns, values) \
 	" INSERT INTO @J@" \
 	"  (id, queue, name, payload, attempts, max_attempts, priority, unique_key," \
-	"   available_at, ready, last_error, created_at)" \
-	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" \
+	"   available_at, ready, last_error, created_at" columns ")" \
+	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" values \
 	" FROM moved"
+#define RETRY_INSERT RETRY_INSERT_SQL("", "")
+#define RETRY_INSERT_1_5 RETRY_INSERT_SQL(", concurrency_key", ", concurrency_key")
+
+/*
+ * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
+ * job of a ring partition, unchanged, to ring partition $1, or to long
+ * when it is not held and due after $2 (a long delay or backoff).
+ */
+#define RING_MOVE_SQL(columns) \
+	"WITH moved AS (" \
+	"  DELETE FROM @J@ RETURNING *" \
+	")" \
+	" INSERT INTO @S@.queue_jobs (" columns ", ring)" \
+	" SELECT " columns "," \
+	"  CASE WHEN available_at > $2 AND NOT " HELD " THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $1 END" \
+	" FROM moved" \
+	" RETURNING queue, priority, available_at, id, ready"
+
+/*
+ * The concurrency limit of a key in a queue: the one set for its longest
+ * prefix there, else the contract's.
+ */
+#define KEY_LIMIT(queue, key) \
+	"coalesce((SELECT l.max_running FROM @S@.queue_key_limits l" \
+	"  WHERE l.queue = " queue " AND pg_catalog.starts_with(" key ", l.key_prefix)" \
+	"  ORDER BY pg_catalog.length(l.key_prefix) DESC LIMIT 1), " \
+	SQL_NUMBER(JQ_DEFAULT_MAX_RUNNING) ")"
+
+/* What the flow control (1.5) adds to a job, copied when a rotation moves it. */
+#define FLOW_COLUMNS "concurrency_key, flow, parked_run_at, waiting_parents, has_children"
+
+/*
+ * A job held back by flow control waits out of every index range a claim
+ * or the due search reads: not ready, due at infinity (flow.c).
+ */
+#define HELD_BACK_AT "'infinity'::pg_catalog.timestamptz"
 
 /*
  * ---- 1.4: the dashboard's reads (browse.c) ----
@@ -687,18 +741,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* ---- 1.3: the storage ring (ring.c) ---- */
 
-	/*
-	 * A job with a unique key lives in the long partition, whose unique
-	 * index is the key's arbiter (a partitioned table cannot have one).
-	 */
 	[PLAN_PUSH_UNIQUE][JQ_API_1_3] = {
-		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long"
-		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
-		"  unique_key, deadline, ring)"
-		" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7,"
-		"  $8, $9, " SQL_NUMBER(JQ_RING_LONG) ")"
-		" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
-		" RETURNING id, " WANTS_WAKEUPS,
+		PUSH_UNIQUE_LONG_SQL("", ""),
 		9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 			TEXTOID, TIMESTAMPTZOID}
 	},
@@ -740,20 +784,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		0, {0},
 		.per_partition = true
 	},
-	/*
-	 * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
-	 * job of a ring partition, unchanged, to ring partition $1, or to long
-	 * when it is not held and due after $2 (a long delay or backoff).
-	 */
 	[PLAN_RING_MOVE][JQ_API_1_3] = {
-		"WITH moved AS ("
-		"  DELETE FROM @J@ RETURNING *"
-		")"
-		" INSERT INTO @S@.queue_jobs (" RING_MOVED_COLUMNS ", ring)"
-		" SELECT " RING_MOVED_COLUMNS ","
-		"  CASE WHEN available_at > $2 AND NOT " HELD " THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $1 END"
-		" FROM moved"
-		" RETURNING queue, priority, available_at, id, ready",
+		RING_MOVE_SQL(RING_MOVED_COLUMNS),
 		2, {INT2OID, TIMESTAMPTZOID},
 		.per_partition = true
 	},
@@ -851,6 +883,279 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" ORDER BY reserved_by COLLATE \"C\", reserved_until, id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
+	/* ---- 1.5: flow control (flow.c, dependencies.c, concurrency.c, ratelimit.c) ---- */
+
+	/* Pushes that also store the job's concurrency key ($11; $10 is the ring's). */
+	[PLAN_PUSH][JQ_API_1_5] = {
+		PUSH_SQL(PUSH_INTO_RING_COLUMNS ", concurrency_key", NEXT_JOB_ID ", $10, $11"),
+		11, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID},
+		.per_partition = true
+	},
+	[PLAN_PUSH_UNIQUE][JQ_API_1_5] = {
+		PUSH_UNIQUE_LONG_SQL(", concurrency_key", ", $11"),
+		11, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID}
+	},
+	/* A retried job keeps its concurrency key (and so waits for a slot again). */
+	[PLAN_RETRY_FAILED_ONE][JQ_API_1_5] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
+		")" RETRY_INSERT_1_5 " RETURNING queue, priority, id",
+		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_RETRY_FAILED_ALL][JQ_API_1_5] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
+		")" RETRY_INSERT_1_5 " RETURNING queue, priority, id",
+		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_RING_MOVE][JQ_API_1_5] = {
+		RING_MOVE_SQL(RING_MOVED_COLUMNS ", " FLOW_COLUMNS),
+		2, {INT2OID, TIMESTAMPTZOID},
+		.per_partition = true
+	},
+	/* The claim's searches also say whether the queue ($1) has a rate limit. */
+	[PLAN_CLAIM_CANDIDATES][JQ_API_1_5] = {
+		CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS_1_5),
+		3, {TEXTOID, TIMESTAMPTZOID, INT4OID},
+		.per_partition = true
+	},
+	[PLAN_CLAIM_CANDIDATES_FROM][JQ_API_1_5] = {
+		CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS_1_5),
+		6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID},
+		.per_partition = true
+	},
+	[PLAN_CLAIM_CANDIDATES_BELOW][JQ_API_1_5] = {
+		CLAIM_CANDIDATES_BELOW_SQL(CANDIDATE_COLUMNS_1_5),
+		4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID},
+		.per_partition = true
+	},
+
+	/*
+	 * Concurrency keys.  Take a slot of key $2 of queue $1 if fewer than
+	 * its limit are taken; either way the key's row stays locked until the
+	 * transaction ends, so the jobs that hold and wait for the key's slots
+	 * change one transaction at a time.
+	 */
+	[PLAN_KEY_TAKE_SLOT][JQ_API_1_5] = {
+		"INSERT INTO @S@.queue_key_slots AS s (queue, concurrency_key, running)"
+		" VALUES ($1, $2, 1)"
+		" ON CONFLICT (queue, concurrency_key) DO UPDATE SET running = s.running + 1"
+		" WHERE s.running < " KEY_LIMIT("$1", "$2")
+		" RETURNING running",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_KEY_LOCK_SLOTS][JQ_API_1_5] = {
+		"SELECT running, " KEY_LIMIT("$1", "$2") " FROM @S@.queue_key_slots"
+		" WHERE queue = $1 AND concurrency_key = $2 FOR UPDATE",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_KEY_SET_RUNNING][JQ_API_1_5] = {
+		"UPDATE @S@.queue_key_slots SET running = $3 WHERE queue = $1 AND concurrency_key = $2",
+		3, {TEXTOID, TEXTOID, INT4OID}
+	},
+	[PLAN_KEY_DROP_SLOTS][JQ_API_1_5] = {
+		"DELETE FROM @S@.queue_key_slots WHERE queue = $1 AND concurrency_key = $2",
+		2, {TEXTOID, TEXTOID}
+	},
+	/* The next $3 jobs waiting for a slot of the key, in the order they get one. */
+	[PLAN_KEY_NEXT_WAITING][JQ_API_1_5] = {
+		JQ_INDEX_PLAN_MARK "SELECT id FROM @S@.queue_jobs"
+		" WHERE flow = 'key' AND queue = $1 AND concurrency_key = $2"
+		" ORDER BY priority DESC, parked_run_at, id LIMIT $3 FOR UPDATE",
+		3, {TEXTOID, TEXTOID, INT4OID}
+	},
+	/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
+	[PLAN_KEYS_WAITING][JQ_API_1_5] = {
+		"SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
+		" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)",
+		2, {TEXTOID, TEXTOID}
+	},
+	/*
+	 * A held-back job ($1) may run: as flow $3 (NULL, or 'slot' when it
+	 * took a slot of its key), at its own run-at.
+	 */
+	[PLAN_FLOW_LET_GO][JQ_API_1_5] = {
+		"UPDATE @S@.queue_jobs"
+		" SET flow = $3, available_at = parked_run_at, ready = parked_run_at <= $2,"
+		"     parked_run_at = NULL"
+		" WHERE id = $1 AND flow IN ('key', 'parents')"
+		" RETURNING queue, priority, available_at, id, ready",
+		3, {INT8OID, TIMESTAMPTZOID, TEXTOID}
+	},
+	/* A job whose parents are done, now waiting for a slot of its key. */
+	[PLAN_FLOW_WAIT_FOR_KEY][JQ_API_1_5] = {
+		"UPDATE @S@.queue_jobs SET flow = 'key' WHERE id = $1 AND flow = 'parents'",
+		1, {INT8OID}
+	},
+	[PLAN_JOB_IS_FAILED][JQ_API_1_5] = {
+		"SELECT 1 FROM @S@.queue_failed_jobs WHERE id = $1",
+		1, {INT8OID}
+	},
+	/* A job with a concurrency key gone to the failed table keeps its key there. */
+	[PLAN_FAILED_SET_KEY][JQ_API_1_5] = {
+		"UPDATE @S@.queue_failed_jobs SET concurrency_key = $2 WHERE id = $1",
+		2, {INT8OID, TEXTOID}
+	},
+
+	/*
+	 * Dependencies.  A parent ($1) is done for the children that wait for
+	 * it ($2 false: it completed) or that run anyway ($2 true: it failed):
+	 * each waits for one parent less.
+	 */
+	[PLAN_CHILDREN_DONE][JQ_API_1_5] = {
+		"WITH done AS ("
+		"  DELETE FROM @S@.queue_job_parents WHERE parent = $1 AND (NOT $2 OR run_anyway)"
+		"  RETURNING child"
+		")"
+		" UPDATE @S@.queue_jobs j SET waiting_parents = j.waiting_parents - 1 FROM done"
+		" WHERE j.id = done.child AND j.flow = 'parents'"
+		" RETURNING j.id, j.waiting_parents, j.concurrency_key, j.queue",
+		2, {INT8OID, BOOLOID}
+	},
+	/* The children of a failed or cancelled parent ($1) follow it, with error $2 at $3. */
+	[PLAN_CHILDREN_FOLLOW][JQ_API_1_5] = {
+		"WITH moved AS ("
+		"  DELETE FROM @S@.queue_jobs j USING @S@.queue_job_parents d"
+		"  WHERE d.parent = $1 AND NOT d.run_anyway AND j.id = d.child AND j.flow = 'parents'"
+		"  RETURNING j.*"
+		")"
+		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ", concurrency_key)"
+		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts, $2, $3,"
+		"  created_at, concurrency_key FROM moved"
+		" RETURNING queue",
+		3, {INT8OID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[PLAN_PARENT_FORGET][JQ_API_1_5] = {
+		"DELETE FROM @S@.queue_job_parents WHERE parent = $1",
+		1, {INT8OID}
+	},
+	/* The parents of a new child that are live jobs, marked (and locked) as parents. */
+	[PLAN_PARENTS_MARK][JQ_API_1_5] = {
+		"UPDATE @S@.queue_jobs SET has_children = true WHERE id = ANY ($1) RETURNING id",
+		1, {INT8ARRAYOID}
+	},
+	[PLAN_PARENTS_FAILED][JQ_API_1_5] = {
+		"SELECT id FROM @S@.queue_failed_jobs WHERE id = ANY ($1) FOR SHARE",
+		1, {INT8ARRAYOID}
+	},
+	/* A child ($1..$9 as a push's, $10 the parents it waits for), held back. */
+	[PLAN_PUSH_CHILD][JQ_API_1_5] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+		"  deadline, concurrency_key, flow, parked_run_at, waiting_parents)"
+		" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, " HELD_BACK_AT ","
+		"  false, $7, $9, $8, 'parents', $6, $10)"
+		" RETURNING id",
+		10, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+			TEXTOID, TIMESTAMPTZOID, INT4OID}
+	},
+	[PLAN_ADD_PARENTS][JQ_API_1_5] = {
+		"INSERT INTO @S@.queue_job_parents (parent, child, run_anyway)"
+		" SELECT p, $1, $3 FROM pg_catalog.unnest($2) p",
+		3, {INT8OID, INT8ARRAYOID, BOOLOID}
+	},
+
+	/*
+	 * on_duplicate: the pending job holding a unique key ($1) takes the new
+	 * push's payload, priority, attempts, deadline and run-at ($2..$6, at
+	 * $7); a held job is left as it is.  A held-back job keeps waiting,
+	 * with the new run-at kept for when it may run.
+	 */
+	[PLAN_REPLACE_PENDING][JQ_API_1_5] = {
+		"UPDATE @S@.queue_jobs_long"
+		" SET payload = $2, priority = $3, max_attempts = $4, deadline = $5,"
+		"     available_at = CASE WHEN flow IN ('key', 'parents') THEN available_at ELSE $6 END,"
+		"     parked_run_at = CASE WHEN flow IN ('key', 'parents') THEN $6 END,"
+		"     ready = CASE WHEN flow IN ('key', 'parents') THEN false ELSE $6 <= $7 END"
+		" WHERE id = $1 AND token IS NULL"
+		" RETURNING queue, priority, available_at, ready",
+		7, {INT8OID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
+
+	/* The concurrency limits. */
+	[PLAN_KEY_LIMIT_SET][JQ_API_1_5] = {
+		"INSERT INTO @S@.queue_key_limits AS l (queue, key_prefix, max_running, updated_at)"
+		" VALUES ($1, $2, $3, $4)"
+		" ON CONFLICT (queue, key_prefix) DO UPDATE"
+		" SET max_running = excluded.max_running, updated_at = excluded.updated_at",
+		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+	},
+	[PLAN_KEY_LIMIT_REMOVE][JQ_API_1_5] = {
+		"DELETE FROM @S@.queue_key_limits WHERE queue = $1 AND key_prefix = $2",
+		2, {TEXTOID, TEXTOID}
+	},
+	[PLAN_KEY_LIMIT_LIST][JQ_API_1_5] = {
+		"SELECT queue, key_prefix, max_running FROM @S@.queue_key_limits"
+		" ORDER BY queue, key_prefix",
+		0, {0}
+	},
+	/* The keys in use (of queue $1, or all): limit, slots taken, jobs waiting. */
+	[PLAN_KEYS_IN_USE][JQ_API_1_5] = {
+		"WITH waiting AS ("
+		"  SELECT queue, concurrency_key, pg_catalog.count(*) AS jobs FROM @S@.queue_jobs"
+		"  WHERE flow = 'key' AND ($1::pg_catalog.text IS NULL OR queue = $1)"
+		"  GROUP BY queue, concurrency_key"
+		"), taken AS ("
+		"  SELECT queue, concurrency_key, running FROM @S@.queue_key_slots"
+		"  WHERE $1::pg_catalog.text IS NULL OR queue = $1"
+		"), keys AS ("
+		"  SELECT coalesce(t.queue, w.queue) AS queue,"
+		"   coalesce(t.concurrency_key, w.concurrency_key) AS concurrency_key,"
+		"   coalesce(t.running, 0) AS running, coalesce(w.jobs, 0) AS waiting"
+		"  FROM taken t FULL JOIN waiting w"
+		"   ON t.queue = w.queue AND t.concurrency_key = w.concurrency_key"
+		")"
+		" SELECT k.queue, k.concurrency_key, " KEY_LIMIT("k.queue", "k.concurrency_key") ","
+		"  k.running, k.waiting"
+		" FROM keys k ORDER BY k.queue, k.concurrency_key",
+		1, {TEXTOID}
+	},
+	/* Per queue (of $1, or all), the jobs held back by flow control. */
+	[PLAN_BLOCKED][JQ_API_1_5] = {
+		"SELECT queue, pg_catalog.count(*) FILTER (WHERE flow = 'key'),"
+		"  pg_catalog.count(*) FILTER (WHERE flow = 'parents')"
+		" FROM @S@.queue_jobs"
+		" WHERE flow IN ('key', 'parents') AND ($1::pg_catalog.text IS NULL OR queue = $1)"
+		" GROUP BY queue ORDER BY queue",
+		1, {TEXTOID}
+	},
+
+	/* Rate limits (ratelimit.c). */
+	[PLAN_RATE_SET][JQ_API_1_5] = {
+		"INSERT INTO @S@.queue_settings AS s (queue, rate_max, rate_per, rate_tat, updated_at)"
+		" VALUES ($1, $2, $3, NULL, $4)"
+		" ON CONFLICT (queue) DO UPDATE SET rate_max = excluded.rate_max,"
+		"  rate_per = excluded.rate_per, rate_tat = NULL, updated_at = excluded.updated_at",
+		4, {TEXTOID, INT4OID, INTERVALOID, TIMESTAMPTZOID}
+	},
+	[PLAN_RATE_REMOVE][JQ_API_1_5] = {
+		"UPDATE @S@.queue_settings SET rate_max = NULL, rate_per = NULL, rate_tat = NULL,"
+		"  updated_at = $2"
+		" WHERE queue = $1 AND rate_max IS NOT NULL",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
+	[PLAN_RATE_LIST][JQ_API_1_5] = {
+		"SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+		" WHERE rate_max IS NOT NULL ORDER BY queue",
+		0, {0}
+	},
+	[PLAN_RATE_READ][JQ_API_1_5] = {
+		"SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+		" WHERE queue = $1 AND rate_max IS NOT NULL",
+		1, {TEXTOID}
+	},
+	/* The claims of a rate-limited queue take their turns on its settings row. */
+	[PLAN_RATE_LOCK][JQ_API_1_5] = {
+		"SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+		" WHERE queue = $1 AND rate_max IS NOT NULL FOR NO KEY UPDATE",
+		1, {TEXTOID}
+	},
+	[PLAN_RATE_STORE][JQ_API_1_5] = {
+		"UPDATE @S@.queue_settings SET rate_tat = $2 WHERE queue = $1",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
 };
 
 /* Statement names, for the listing of hot-path plans (tests, bench). */
@@ -910,6 +1215,35 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_PAGE_BY_ID] = "page_by_id",
 	[PLAN_JOB] = "job",
 	[PLAN_LEASES] = "leases",
+	[PLAN_KEY_TAKE_SLOT] = "key_take_slot",
+	[PLAN_KEY_LOCK_SLOTS] = "key_lock_slots",
+	[PLAN_KEY_SET_RUNNING] = "key_set_running",
+	[PLAN_KEY_DROP_SLOTS] = "key_drop_slots",
+	[PLAN_KEY_NEXT_WAITING] = "key_next_waiting",
+	[PLAN_KEYS_WAITING] = "keys_waiting",
+	[PLAN_FLOW_LET_GO] = "flow_let_go",
+	[PLAN_FLOW_WAIT_FOR_KEY] = "flow_wait_for_key",
+	[PLAN_JOB_IS_FAILED] = "job_is_failed",
+	[PLAN_FAILED_SET_KEY] = "failed_set_key",
+	[PLAN_CHILDREN_DONE] = "children_done",
+	[PLAN_CHILDREN_FOLLOW] = "children_follow",
+	[PLAN_PARENT_FORGET] = "parent_forget",
+	[PLAN_PARENTS_MARK] = "parents_mark",
+	[PLAN_PARENTS_FAILED] = "parents_failed",
+	[PLAN_PUSH_CHILD] = "push_child",
+	[PLAN_ADD_PARENTS] = "add_parents",
+	[PLAN_REPLACE_PENDING] = "replace_pending",
+	[PLAN_KEY_LIMIT_SET] = "key_limit_set",
+	[PLAN_KEY_LIMIT_REMOVE] = "key_limit_remove",
+	[PLAN_KEY_LIMIT_LIST] = "key_limit_list",
+	[PLAN_KEYS_IN_USE] = "keys_in_use",
+	[PLAN_BLOCKED] = "blocked",
+	[PLAN_RATE_SET] = "rate_set",
+	[PLAN_RATE_REMOVE] = "rate_remove",
+	[PLAN_RATE_LIST] = "rate_list",
+	[PLAN_RATE_READ] = "rate_read",
+	[PLAN_RATE_LOCK] = "rate_lock",
+	[PLAN_RATE_STORE] = "rate_store",
 };
 
 static Oid	cached_schema = InvalidOid;
@@ -1111,7 +1445,7 @@ PG_FUNCTION_INFO_V1(jobqueue_hot_path_statements);
 Datum
 jobqueue_hot_path_statements(PG_FUNCTION_ARGS)
 {
-	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3", "1.4"};
+	static const char *const version_names[JQ_API_COUNT] = {"1.0", "1.1", "1.2", "1.3", "1.4", "1.5"};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			schema;
 	const char *quoted_schema;

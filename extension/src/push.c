@@ -13,11 +13,13 @@
  */
 #include "jobqueue.h"
 
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(jobqueue_push);
 PG_FUNCTION_INFO_V1(jobqueue_push_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_push_1_3);
+PG_FUNCTION_INFO_V1(jobqueue_push_1_5);
 
 /* Rounds of insert / find-holder before giving up on a key that keeps moving. */
 #define UNIQUE_PUSH_ROUNDS 100
@@ -28,6 +30,7 @@ enum
 	PUSH_QUEUE, PUSH_NAME, PUSH_PAYLOAD, PUSH_PRIORITY, PUSH_MAX_ATTEMPTS,
 	PUSH_AVAILABLE_AT, PUSH_NOW, PUSH_UNIQUE_KEY, PUSH_DEADLINE,
 	PUSH_RING,					/* since 1.3 */
+	PUSH_CONCURRENCY_KEY,		/* since 1.5 */
 	PUSH_NARGS
 };
 
@@ -52,6 +55,39 @@ NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id)
 
 	if (job->available_at <= call->now && JqCallSince(call, JQ_API_1_1))
 		NoteClaimable(job->queue, &position);
+}
+
+/* The columns PLAN_REPLACE_PENDING returns. */
+enum
+{
+	REPLACED_QUEUE = 1, REPLACED_PRIORITY, REPLACED_AVAILABLE_AT, REPLACED_READY
+};
+
+/*
+ * on_duplicate 'replace' or 'debounce': the job holding the key (id) takes
+ * the new push's values if it is not held by a claim.
+ */
+static void
+ReplacePending(const JqCall *call, const JobSpec *job, int64 id)
+{
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', job->has_deadline ? ' ' : 'n', ' ', ' '};
+	ClaimPosition position;
+
+	args[0] = Int64GetDatum(id);
+	args[1] = PointerGetDatum(job->payload);
+	args[2] = Int32GetDatum(job->priority);
+	args[3] = Int32GetDatum(job->max_attempts);
+	args[4] = TimestampTzGetDatum(job->deadline);
+	args[5] = TimestampTzGetDatum(job->available_at);
+	args[6] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_REPLACE_PENDING, args, nulls, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed != 1)
+		return;					/* held by a claim: left as it is */
+	position.priority = SpiInt32(0, REPLACED_PRIORITY);
+	position.available_at = SpiTimestampTz(0, REPLACED_AVAILABLE_AT);
+	position.id = id;
+	NoteJobMayRun(call, SpiTextCopy(0, REPLACED_QUEUE), &position, SpiBool(0, REPLACED_READY));
 }
 
 /* The columns the push plans return: the id and (since 1.1) wants_wakeups. */
@@ -89,11 +125,16 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	values[PUSH_DEADLINE] = TimestampTzGetDatum(job->deadline);
 	if (!job->has_deadline)
 		nulls[PUSH_DEADLINE] = 'n';
+	values[PUSH_CONCURRENCY_KEY] = PointerGetDatum(job->concurrency_key);
+	if (job->concurrency_key == NULL)
+		nulls[PUSH_CONCURRENCY_KEY] = 'n';
 	table = PushTable(call, &values[PUSH_RING]);
 
 	*inserted = true;
 	*wake = false;
 	NoteJobSpecDue(job, now);
+	if (job->parent_count > 0)
+		return InsertChild(call, job);
 	for (int round = 0; round < UNIQUE_PUSH_ROUNDS; round++)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -119,8 +160,12 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 					 SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
+			int64		holder = SpiInt8(0, 1);	/* its only column, the id */
+
 			*inserted = false;
-			return SpiInt8(0, 1);	/* its only column, the id */
+			if (job->on_duplicate != ON_DUPLICATE_KEEP)
+				ReplacePending(call, job, holder);
+			return holder;
 		}
 	}
 	ereport(ERROR,
@@ -147,6 +192,142 @@ CheckDeadline(TimestampTz deadline, TimestampTz available_at)
 						   pstrdup(timestamptz_to_str(available_at)))));
 }
 
+/* A job without flow control (the defaults of the 1.5 arguments). */
+void
+ClearJobSpecFlow(JobSpec *job)
+{
+	job->concurrency_key = NULL;
+	job->on_duplicate = ON_DUPLICATE_KEEP;
+	job->parent_count = 0;
+	job->parents = NULL;
+	job->run_if_parent_fails = false;
+}
+
+/* Whether the job needs queue_push's own path (not a batch's plain INSERT). */
+bool
+JobSpecUsesFlow(const JobSpec *job)
+{
+	return job->concurrency_key != NULL || job->parent_count > 0;
+}
+
+OnDuplicate
+ParseOnDuplicate(const char *value, const char *argname)
+{
+	if (strcmp(value, "keep") == 0)
+		return ON_DUPLICATE_KEEP;
+	if (strcmp(value, "replace") == 0)
+		return ON_DUPLICATE_REPLACE;
+	if (strcmp(value, "debounce") == 0)
+		return ON_DUPLICATE_DEBOUNCE;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("argument \"%s\" must be 'keep', 'replace' or 'debounce', got \"%s\"",
+					argname, value)));
+	return ON_DUPLICATE_KEEP;	/* not reached */
+}
+
+/* after_failed: true for 'run' (the child runs anyway), false for 'fail'. */
+bool
+ParseAfterFailed(const char *value, const char *argname)
+{
+	if (strcmp(value, "fail") == 0)
+		return false;
+	if (strcmp(value, "run") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("argument \"%s\" must be 'fail' or 'run', got \"%s\"", argname, value)));
+	return false;				/* not reached */
+}
+
+/* The parents a job waits for: at most JQ_PARENTS_LIMIT ids, each once. */
+void
+SetJobSpecParents(JobSpec *job, int64 *ids, int count, const char *argname)
+{
+	int			distinct = 0;
+
+	if (count > JQ_PARENTS_LIMIT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" has %d ids, at most %d are allowed",
+						argname, count, JQ_PARENTS_LIMIT)));
+	qsort(ids, count, sizeof(int64), CompareLeadingIds);
+	for (int i = 0; i < count; i++)
+		if (i == 0 || ids[i] != ids[distinct - 1])
+			ids[distinct++] = ids[i];
+	job->parents = ids;
+	job->parent_count = distinct;
+}
+
+/* The rules between the flow-control arguments and the others. */
+void
+CheckJobSpecFlow(const JobSpec *job, TimestampTz now)
+{
+	if (job->on_duplicate != ON_DUPLICATE_KEEP && job->unique_key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"on_duplicate\" needs a unique_key"),
+				 errdetail("'replace' and 'debounce' act on the job that holds the same unique key.")));
+	if (job->on_duplicate == ON_DUPLICATE_DEBOUNCE && job->available_at <= now)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"delay\" must be positive with on_duplicate 'debounce'"),
+				 errdetail("Each push postpones the job to now + delay, so a burst runs once, after the last push.")));
+	if (job->parent_count > 0 && job->unique_key != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a job cannot have both a unique_key and parents (argument \"after\")")));
+}
+
+/* queue_push's after argument (1.5): bigint[], no NULL element. */
+static void
+ArgParents(FunctionCallInfo fcinfo, int argno, JobSpec *job)
+{
+	ArrayType  *array;
+	Datum	   *elems;
+	bool	   *elem_nulls;
+	int			count;
+	int64	   *ids;
+
+	if (PG_ARGISNULL(argno))
+		return;
+	array = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"after\" must be a one-dimensional array of job ids")));
+	deconstruct_array(array, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &elem_nulls, &count);
+	ids = palloc(sizeof(int64) * Max(count, 1));
+	for (int i = 0; i < count; i++)
+	{
+		if (elem_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"after\" must not contain NULL (element %d)", i + 1)));
+		ids[i] = DatumGetInt64(elems[i]);
+	}
+	SetJobSpecParents(job, ids, count, "after");
+}
+
+/* Reads and checks queue_push's flow-control arguments (1.5). */
+static void
+ArgJobSpecFlow(const JqCall *call, JobSpec *job)
+{
+	FunctionCallInfo fcinfo = call->fcinfo;
+
+	job->concurrency_key = ArgOptionalNameText(fcinfo, 8, "concurrency_key",
+											   JQ_CONCURRENCY_KEY_MAX);
+	if (!PG_ARGISNULL(9))
+		job->on_duplicate = ParseOnDuplicate(text_to_cstring(PG_GETARG_TEXT_PP(9)),
+											 "on_duplicate");
+	ArgParents(fcinfo, 10, job);
+	if (!PG_ARGISNULL(11))
+		job->run_if_parent_fails = ParseAfterFailed(text_to_cstring(PG_GETARG_TEXT_PP(11)),
+													"after_failed");
+	CheckJobSpecFlow(job, call->now);
+}
+
 /* Reads and checks queue_push's arguments (the deadline only from 1.1 on). */
 static void
 ArgJobSpec(const JqCall *call, JobSpec *job)
@@ -167,6 +348,9 @@ ArgJobSpec(const JqCall *call, JobSpec *job)
 	job->deadline = job->has_deadline ? PG_GETARG_TIMESTAMPTZ(7) : 0;
 	if (job->has_deadline)
 		CheckDeadline(job->deadline, job->available_at);
+	ClearJobSpecFlow(job);
+	if (JqCallSince(call, JQ_API_1_5))
+		ArgJobSpecFlow(call, job);
 }
 
 static Datum
@@ -215,4 +399,11 @@ Datum
 jobqueue_push_1_3(PG_FUNCTION_ARGS)
 {
 	return Push(fcinfo, JQ_API_1_3);
+}
+
+/* queue_push(..., concurrency_key, on_duplicate, after, after_failed), 1.5: flow control */
+Datum
+jobqueue_push_1_5(PG_FUNCTION_ARGS)
+{
+	return Push(fcinfo, JQ_API_1_5);
 }

@@ -11,6 +11,7 @@
  *   2. claim: per queue, in precedence order, the best ready jobs, locked
  *      with SKIP LOCKED and updated under a re-check of everything the
  *      search relied on; each gets attempts + 1, a lease and a new token.
+ *      (1.5) A queue with a rate limit hands out as many as it allows.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +29,7 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_2);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_3);
+PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
 
 /* The queues argument: non-empty, no NULL element, each a valid name. */
 static ArrayType *
@@ -74,6 +76,7 @@ typedef struct Candidates
 	Datum	   *ids;
 	ClaimPosition *positions;	/* each one's claim position */
 	ClaimSlot  *slots;			/* sorted by id */
+	bool		rate_limited;	/* 1.5: their queue has a rate limit */
 	JobTable	searched;		/* 1.3: the one partition searched, else JOBS_ALL */
 	Oid			partition;		/* 1.3: the partition holding them all, if one does */
 	bool		several;		/* 1.3: they are in several partitions */
@@ -246,6 +249,8 @@ AddCandidates(const JqCall *call, QueuePlanId plan, JobTable search, Datum *args
 			found->several |= i > 0 && partition != found->partition;
 			found->partition = partition;
 		}
+		if (JqCallSince(call, JQ_API_1_5))
+			found->rate_limited = SpiBool(row, CANDIDATE_RATE_LIMITED);
 		found->positions[i].id = SpiInt8(row, CANDIDATE_ID);
 		found->positions[i].priority = SpiInt32(row, CANDIDATE_PRIORITY);
 		found->positions[i].available_at = SpiTimestampTz(row, CANDIDATE_AVAILABLE_AT);
@@ -268,6 +273,7 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
 	JobTable	search = JOBS_ALL;
 
 	found->count = 0;
+	found->rate_limited = false;
 	found->partition = InvalidOid;
 	found->searched = JOBS_ALL;
 	found->several = false;
@@ -392,6 +398,34 @@ AddClaimedInClaimOrder(const JqCall *call, const Candidates *found, const ClaimS
 }
 
 /*
+ * The earliest moment a rate limit met in this claim round lets a claim
+ * take a job again (0: none met): a waiting claim looks again then.
+ */
+static TimestampTz round_rate_slot = 0;
+
+/*
+ * A rate-limited queue's candidates: keep the first ones its limit allows
+ * (the others stay locked until the claim's transaction ends, and other
+ * claims pass them by).
+ */
+static void
+KeepRateLimitedCandidates(const JqCall *call, Datum queue, Candidates *found)
+{
+	TimestampTz next_slot;
+	int			allowed = TakeRateLimitedClaims(call, queue, found->count, &next_slot);
+	int			kept = 0;
+
+	if (next_slot != 0 && (round_rate_slot == 0 || next_slot < round_rate_slot))
+		round_rate_slot = next_slot;
+	if (allowed >= found->count)
+		return;
+	for (int i = 0; i < found->count; i++)
+		if (found->slots[i].position < allowed)
+			found->slots[kept++] = found->slots[i];
+	found->count = allowed;
+}
+
+/*
  * Step 2 for one queue: claim up to limit jobs and add them to the result in
  * claim order.  Returns how many were claimed.
  */
@@ -409,6 +443,8 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 		IncludeOwnMoves(&start);
 	}
 	FindClaimCandidates(call, queue, limit, use_position ? &start : NULL, &found);
+	if (found.rate_limited)
+		KeepRateLimitedCandidates(call, queue, &found);
 	if (found.count == 0)
 		return 0;
 	ClaimCandidates(call, queue, &found, terms);
@@ -431,6 +467,7 @@ ClaimRound(const JqCall *call, ArrayType *queues, Datum *queue_names, int queue_
 {
 	int			claimed = 0;
 
+	round_rate_slot = 0;
 	PromoteDueJobs(call, queues);
 	for (int q = 0; q < queue_count && claimed < max_jobs; q++)
 	{
@@ -504,7 +541,11 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 		if (claimed > 0 || !waiting || left_ms <= 0)
 			break;
 		/* delayed jobs fall due without a wake-up: look again at least every second */
-		WaitForJobs(Min(left_ms, 1000));
+		left_ms = Min(left_ms, 1000);
+		/* and a rate limit's next slot opens without one */
+		if (round_rate_slot != 0)
+			left_ms = Min(left_ms, Max((long) ((round_rate_slot - call.now) / 1000), 1));
+		WaitForJobs(left_ms);
 		call.now = QueueNow();
 	}
 	if (waiting)
@@ -539,4 +580,11 @@ Datum
 jobqueue_reserve_1_3(PG_FUNCTION_ARGS)
 {
 	return Reserve(fcinfo, JQ_API_1_3);
+}
+
+/* queue_reserve, 1.5: rate limits */
+Datum
+jobqueue_reserve_1_5(PG_FUNCTION_ARGS)
+{
+	return Reserve(fcinfo, JQ_API_1_5);
 }

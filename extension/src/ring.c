@@ -385,11 +385,18 @@ MoveAndTruncate(const JqCall *call, int ring, int to)
 {
 	Datum		args[2];
 	uint64		moved;
+	JqCall		move_call = *call;
+	JobRemoval	removal;
 
+	/* every column the installed schema has moves, whichever call rotates */
+	move_call.version = InstalledApiVersion();
 	args[0] = Int16GetDatum((int16) to);
 	args[1] = TimestampTzGetDatum(call->now + (int64) ring_period_seconds * USECS_PER_SEC);
-	QueueExecuteOn(call, PLAN_RING_MOVE, RingJobTable(ring), args, NULL,
+	/* the rows only move: flow control (flow.c) must not see jobs leave */
+	removal = SetJobRemoval(JOB_REMOVAL_MOVED);
+	QueueExecuteOn(&move_call, PLAN_RING_MOVE, RingJobTable(ring), args, NULL,
 				   SPI_OK_INSERT_RETURNING);
+	SetJobRemoval(removal);
 	moved = SPI_processed;
 	for (uint64 row = 0; row < moved; row++)
 	{

@@ -240,6 +240,7 @@ ReadDueSchedule(uint64 row, TimestampTz now, DueSchedule *due)
 	due->job.available_at = now;
 	due->job.has_deadline = false;
 	due->job.deadline = 0;
+	ClearJobSpecFlow(&due->job);
 }
 
 /*

@@ -1,0 +1,137 @@
+/*-------------------------------------------------------------------------
+ *
+ * concurrency.c
+ *	  Concurrency limits (1.5): queue_concurrency_set / _remove / _list,
+ *	  and the reads of what flow control holds back (queue_concurrency_keys,
+ *	  queue_blocked).  flow.c does the holding back.
+ *
+ * A limit is set per key prefix within a queue ('' covers every key of
+ * the queue); a key takes the limit of its longest prefix with one, else
+ * 1: its jobs run one at a time.  A raised limit lets waiting jobs run at
+ * once; a lowered one lets jobs already running finish, and the key's
+ * next jobs wait until fewer than the new limit run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(jobqueue_concurrency_set);
+PG_FUNCTION_INFO_V1(jobqueue_concurrency_remove);
+PG_FUNCTION_INFO_V1(jobqueue_concurrency_list);
+PG_FUNCTION_INFO_V1(jobqueue_concurrency_keys);
+PG_FUNCTION_INFO_V1(jobqueue_blocked);
+
+/* A key prefix: required, '' (every key) to JQ_CONCURRENCY_KEY_MAX characters. */
+static text *
+ArgKeyPrefix(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *prefix;
+
+	ArgRequire(fcinfo, argno, "key_prefix");
+	prefix = PG_GETARG_TEXT_PP(argno);
+	if (VARSIZE_ANY_EXHDR(prefix) > 0)
+		CheckNameText(prefix, "key_prefix", JQ_CONCURRENCY_KEY_MAX);
+	return prefix;
+}
+
+/* queue_concurrency_set(queue, key_prefix, max_running) */
+Datum
+jobqueue_concurrency_set(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+	Datum		args[4];
+	SPITupleTable *keys;
+
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_5);
+	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
+	args[1] = PointerGetDatum(ArgKeyPrefix(fcinfo, 1));
+	ArgRequire(fcinfo, 2, "max_running");
+	args[2] = Int32GetDatum(ArgInt(fcinfo, 2, "max_running", JQ_DEFAULT_MAX_RUNNING, 1,
+								   JQ_MAX_RUNNING_LIMIT));
+	args[3] = TimestampTzGetDatum(call.now);
+
+	SPI_connect();
+	QueueExecute(&call, PLAN_KEY_LIMIT_SET, args, NULL, SPI_OK_INSERT);
+	/* a raised limit: the keys it covers let their waiting jobs run now */
+	QueueExecute(&call, PLAN_KEYS_WAITING, args, NULL, SPI_OK_SELECT);
+	keys = SpiTakeResult();
+	for (uint64 row = 0; row < keys->numvals; row++)
+	{
+		bool		isnull;
+		Datum		key = SPI_getbinval(keys->vals[row], keys->tupdesc, 1, &isnull);
+
+		RefillKeySlots(&call, DatumGetTextPP(args[0]), DatumGetTextPP(key), 0);
+	}
+	SPI_freetuptable(keys);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * queue_concurrency_remove(queue, key_prefix): whether there was such a
+ * limit.  Keys it covered take a shorter prefix's limit, or 1; jobs
+ * running stay running.
+ */
+Datum
+jobqueue_concurrency_remove(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+	Datum		args[2];
+
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_5);
+	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
+	args[1] = PointerGetDatum(ArgKeyPrefix(fcinfo, 1));
+	PG_RETURN_BOOL(RunAlone(&call, PLAN_KEY_LIMIT_REMOVE, args, NULL, SPI_OK_DELETE) == 1);
+}
+
+/* queue_concurrency_list() returns (queue, key_prefix, max_running) */
+Datum
+jobqueue_concurrency_list(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	return ReturnRowsOf(&call, PLAN_KEY_LIMIT_LIST, NULL, NULL);
+}
+
+/* The optional queue argument of the reads: NULL for every queue. */
+static void
+ArgQueueOrAll(FunctionCallInfo fcinfo, Datum *value, char *null)
+{
+	text	   *queue = ArgOptionalNameText(fcinfo, 0, "queue", JQ_QUEUE_NAME_MAX);
+
+	*value = PointerGetDatum(queue);
+	*null = queue == NULL ? 'n' : ' ';
+}
+
+/*
+ * queue_concurrency_keys(queue) returns (queue, concurrency_key,
+ * max_running, running, waiting): the keys that have jobs holding or
+ * waiting for a slot.
+ */
+Datum
+jobqueue_concurrency_keys(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+	Datum		args[1];
+	char		nulls[1];
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	ArgQueueOrAll(fcinfo, &args[0], &nulls[0]);
+	return ReturnRowsOf(&call, PLAN_KEYS_IN_USE, args, nulls);
+}
+
+/* queue_blocked(queue) returns (queue, waiting_for_key, waiting_for_parents) */
+Datum
+jobqueue_blocked(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+	Datum		args[1];
+	char		nulls[1];
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	ArgQueueOrAll(fcinfo, &args[0], &nulls[0]);
+	return ReturnRowsOf(&call, PLAN_BLOCKED, args, nulls);
+}

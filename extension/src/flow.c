@@ -1,0 +1,456 @@
+/*-------------------------------------------------------------------------
+ *
+ * flow.c
+ *	  Flow control (1.5): holding jobs back and letting them go.
+ *
+ * Two things hold a job back: a concurrency key whose slots are all taken
+ * (flow 'key'), and parents that have not completed yet (flow 'parents').
+ * A held-back job is not ready and due at infinity, so the claim index and
+ * the due search never reach it, however many wait: claims of other jobs
+ * cost what they cost without them.  Its own run-at waits in
+ * parked_run_at until it is let go.
+ *
+ * Concurrency keys: at most the key's limit of its jobs hold a slot (flow
+ * 'slot') at a time, and only a job holding one can be claimed, so a key
+ * never has more live leases than its limit.  A job takes a slot when it
+ * enters queue_jobs (a push, a retry: the BEFORE INSERT trigger) if one is
+ * free, else it waits; it keeps the slot through claims, releases, retries
+ * and expired leases, and gives it up when it leaves queue_jobs
+ * (completed, failed, cancelled: the AFTER DELETE trigger), handing it to
+ * the key's next waiting job in the same transaction.  The key's row in
+ * queue_key_slots is locked by everything that takes or gives a slot, so
+ * they change one transaction at a time and a job never waits beside a
+ * free slot.  (A push with a key therefore waits for an open transaction
+ * that pushed or finished a job of the same key.)
+ *
+ * Dependencies (dependencies.c registers them at push): when a parent
+ * leaves queue_jobs, the AFTER DELETE trigger tells its children how: a
+ * completed parent is one fewer to wait for; a failed one (it is in the
+ * failed table now) or a cancelled one takes its children to the failed
+ * table with it, unless they were pushed to run anyway.  A retried parent
+ * brings them back (the failed table's AFTER DELETE trigger).
+ *
+ * The triggers act on whatever statement inserts or deletes a job, so
+ * every path (push, retry, completion, failure, expiry, cancel, clear)
+ * obeys the same rules; a rotation's move (ring.c) only moves rows and
+ * says so, and so do cancels (admin.c), which delete held jobs too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "jobqueue.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(jobqueue_flow_job_added);
+PG_FUNCTION_INFO_V1(jobqueue_flow_job_removed);
+PG_FUNCTION_INFO_V1(jobqueue_flow_failed_removed);
+
+/* Why jobs are being deleted from queue_jobs now; reset when a (sub)transaction aborts. */
+static JobRemoval current_removal = JOB_REMOVAL_FINISHED;
+
+JobRemoval
+SetJobRemoval(JobRemoval removal)
+{
+	JobRemoval	previous = current_removal;
+
+	current_removal = removal;
+	return previous;
+}
+
+static void
+ResetRemovalAtAbort(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		current_removal = JOB_REMOVAL_FINISHED;
+}
+
+static void
+ResetRemovalAtSubAbort(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
+					   void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		current_removal = JOB_REMOVAL_FINISHED;
+}
+
+void
+JobqueueDefineFlow(void)
+{
+	RegisterXactCallback(ResetRemovalAtAbort, NULL);
+	RegisterSubXactCallback(ResetRemovalAtSubAbort, NULL);
+}
+
+/* ---------------------------------------------------------------- slots */
+
+/* Take a slot of the key if one is free; the key's row stays locked either way. */
+bool
+TakeKeySlot(const JqCall *call, text *queue, text *key)
+{
+	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key)};
+
+	QueueExecute(call, PLAN_KEY_TAKE_SLOT, args, NULL, SPI_OK_INSERT_RETURNING);
+	return SPI_processed == 1;
+}
+
+/* A held-back job (id) may run, as flow (NULL, or "slot"), at its own run-at. */
+static void
+LetJobGo(const JqCall *call, int64 id, const char *flow)
+{
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', flow == NULL ? 'n' : ' '};
+	ClaimPosition position;
+	text	   *queue;
+
+	args[0] = Int64GetDatum(id);
+	args[1] = TimestampTzGetDatum(call->now);
+	args[2] = flow == NULL ? (Datum) 0 : CStringGetTextDatum(flow);
+	QueueExecute(call, PLAN_FLOW_LET_GO, args, nulls, SPI_OK_UPDATE_RETURNING);
+	if (SPI_processed != 1)
+		return;					/* not held back any more */
+	queue = SpiTextCopy(0, 1);
+	position.priority = SpiInt32(0, 2);
+	position.available_at = SpiTimestampTz(0, 3);
+	position.id = id;
+	NoteJobMayRun(call, queue, &position, SpiBool(0, 5));
+}
+
+/*
+ * A job of queue may run from position's moment (ready: now): claims that
+ * start their search after it must find it, waiting claims and listeners
+ * learn of it when it is due.
+ */
+void
+NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bool ready)
+{
+	if (!ready)
+	{
+		NoteJobDueAt(position->available_at);
+		return;
+	}
+	NoteClaimable(queue, position);
+	MarkJobsDue();
+	if (QueueWantsWakeups(call, queue))
+		WakeQueue(queue);
+}
+
+/*
+ * The slots of a key after "given_up" of them were given up: hand free
+ * slots to the key's waiting jobs, in their order, and keep the count (the
+ * key's row goes when no job holds or waits for a slot).  Also how a
+ * raised limit lets more jobs run (given_up 0).
+ */
+void
+RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
+{
+	Datum		args[3] = {PointerGetDatum(queue), PointerGetDatum(key), 0};
+	int32		running;
+	int32		limit;
+
+	QueueExecute(call, PLAN_KEY_LOCK_SLOTS, args, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return;					/* no job holds or waits for a slot of the key */
+	running = Max(SpiInt32(0, 1) - given_up, 0);
+	limit = SpiInt32(0, 2);
+	if (running < limit)
+	{
+		SPITupleTable *waiting;
+
+		args[2] = Int32GetDatum(limit - running);
+		QueueExecute(call, PLAN_KEY_NEXT_WAITING, args, NULL, SPI_OK_SELECT);
+		waiting = SpiTakeResult();
+		for (uint64 row = 0; row < waiting->numvals; row++)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(waiting->vals[row], waiting->tupdesc,
+														 1, &isnull));
+
+			LetJobGo(call, id, "slot");
+			running++;
+		}
+		SPI_freetuptable(waiting);
+	}
+	args[2] = Int32GetDatum(running);
+	if (running == 0)
+		QueueExecute(call, PLAN_KEY_DROP_SLOTS, args, NULL, SPI_OK_DELETE);
+	else
+		QueueExecute(call, PLAN_KEY_SET_RUNNING, args, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A child whose parents are all done: it runs, or (with a concurrency
+ * key whose slots are taken) waits for a slot now.
+ */
+void
+ReleaseChild(const JqCall *call, int64 id, text *queue, text *key)
+{
+	Datum		args[1] = {Int64GetDatum(id)};
+
+	if (key == NULL)
+		LetJobGo(call, id, NULL);
+	else if (TakeKeySlot(call, queue, key))
+		LetJobGo(call, id, "slot");
+	else
+		QueueExecute(call, PLAN_FLOW_WAIT_FOR_KEY, args, NULL, SPI_OK_UPDATE);
+}
+
+/* ------------------------------------------------------------- children */
+
+/* The columns PLAN_CHILDREN_DONE returns. */
+enum
+{
+	DONE_ID = 1, DONE_WAITING, DONE_KEY, DONE_QUEUE
+};
+
+/*
+ * Parent is done for the children waiting for it (parent_failed: only
+ * those pushed to run anyway); those it was the last parent of run.
+ */
+void
+ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed)
+{
+	Datum		args[2] = {Int64GetDatum(parent), BoolGetDatum(parent_failed)};
+	SPITupleTable *done;
+
+	QueueExecute(call, PLAN_CHILDREN_DONE, args, NULL, SPI_OK_UPDATE_RETURNING);
+	done = SpiTakeResult();
+	for (uint64 row = 0; row < done->numvals; row++)
+	{
+		HeapTuple	tuple = done->vals[row];
+		bool		isnull;
+		bool		no_key;
+		int64		id = DatumGetInt64(SPI_getbinval(tuple, done->tupdesc, DONE_ID, &isnull));
+		int32		waiting = DatumGetInt32(SPI_getbinval(tuple, done->tupdesc, DONE_WAITING,
+														  &isnull));
+		Datum		key = SPI_getbinval(tuple, done->tupdesc, DONE_KEY, &no_key);
+		Datum		queue = SPI_getbinval(tuple, done->tupdesc, DONE_QUEUE, &isnull);
+
+		if (waiting == 0)
+			ReleaseChild(call, id, DatumGetTextPP(queue), no_key ? NULL : DatumGetTextPP(key));
+	}
+	SPI_freetuptable(done);
+}
+
+/* The children of a failed or cancelled parent that do not run anyway fail with it. */
+void
+ChildrenFollowParent(const JqCall *call, int64 parent, bool cancelled)
+{
+	Datum		args[3];
+	const char *what = cancelled ? "was cancelled" : "failed";
+
+	args[0] = Int64GetDatum(parent);
+	args[1] = CStringGetTextDatum(psprintf("parent job " INT64_FORMAT " %s", parent, what));
+	args[2] = TimestampTzGetDatum(call->now);
+	QueueExecute(call, PLAN_CHILDREN_FOLLOW, args, NULL, SPI_OK_INSERT_RETURNING);
+	CountJobsOfRows(1, JOB_FAILED);
+}
+
+/* ------------------------------------------------------------- triggers */
+
+/* A column of a trigger's row, by name; *isnull says whether it is NULL. */
+static Datum
+RowColumn(TriggerData *trigger, HeapTuple row, const char *column, bool *isnull)
+{
+	TupleDesc	desc = RelationGetDescr(trigger->tg_relation);
+	int			attno = SPI_fnumber(desc, column);
+
+	if (attno <= 0)
+		elog(ERROR, "jobqueue: table %s has no column \"%s\"",
+			 RelationGetRelationName(trigger->tg_relation), column);
+	return heap_getattr(row, attno, desc, isnull);
+}
+
+static TriggerData *
+RowTrigger(FunctionCallInfo fcinfo, bool before, TriggerEvent event)
+{
+	TriggerData *trigger = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigger->tg_event) ||
+		TRIGGER_FIRED_BEFORE(trigger->tg_event) != before ||
+		(trigger->tg_event & TRIGGER_EVENT_OPMASK) != event)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jobqueue: %s is for the extension's own triggers",
+						get_func_name(fcinfo->flinfo->fn_oid))));
+	return trigger;
+}
+
+/*
+ * BEFORE INSERT on queue_jobs, for a job with a concurrency key that has
+ * no flow yet (a push or a retry; a moved or restored row keeps its own):
+ * it takes a slot of its key, or waits for one.
+ */
+Datum
+jobqueue_flow_job_added(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigger = RowTrigger(fcinfo, true, TRIGGER_EVENT_INSERT);
+	HeapTuple	row = trigger->tg_trigtuple;
+	TupleDesc	desc = RelationGetDescr(trigger->tg_relation);
+	JqCall		call;
+	bool		isnull;
+	text	   *queue;
+	text	   *key;
+	bool		took_slot;
+	int			columns[4];
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	int			changed = 0;
+
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	queue = DatumGetTextPP(RowColumn(trigger, row, "queue", &isnull));
+	key = DatumGetTextPP(RowColumn(trigger, row, "concurrency_key", &isnull));
+	SPI_connect();
+	took_slot = TakeKeySlot(&call, queue, key);
+	SPI_finish();
+
+	columns[changed] = SPI_fnumber(desc, "flow");
+	values[changed++] = CStringGetTextDatum(took_slot ? "slot" : "key");
+	if (!took_slot)
+	{
+		columns[changed] = SPI_fnumber(desc, "parked_run_at");
+		values[changed++] = RowColumn(trigger, row, "available_at", &isnull);
+		columns[changed] = SPI_fnumber(desc, "available_at");
+		values[changed++] = TimestampTzGetDatum(DT_NOEND);
+		columns[changed] = SPI_fnumber(desc, "ready");
+		values[changed++] = BoolGetDatum(false);
+	}
+	return PointerGetDatum(heap_modify_tuple_by_cols(row, desc, changed, columns, values, nulls));
+}
+
+/*
+ * AFTER DELETE on queue_jobs, for a job that held a slot of its key or
+ * has children: the slot goes to the key's next job, the children learn
+ * what became of their parent.  A failed job's row in the failed table
+ * keeps its concurrency key, for a retry.
+ */
+Datum
+jobqueue_flow_job_removed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigger = RowTrigger(fcinfo, false, TRIGGER_EVENT_DELETE);
+	HeapTuple	row = trigger->tg_trigtuple;
+	JqCall		call;
+	bool		isnull;
+	bool		no_key;
+	bool		no_flow;
+	int64		id;
+	text	   *queue;
+	Datum		key;
+	Datum		flow;
+	bool		has_children;
+	bool		cancelled = current_removal == JOB_REMOVAL_CANCELLED;
+	bool		failed = false;
+
+	if (current_removal == JOB_REMOVAL_MOVED)
+		return PointerGetDatum(NULL);
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	id = DatumGetInt64(RowColumn(trigger, row, "id", &isnull));
+	queue = DatumGetTextPP(RowColumn(trigger, row, "queue", &isnull));
+	key = RowColumn(trigger, row, "concurrency_key", &no_key);
+	flow = RowColumn(trigger, row, "flow", &no_flow);
+	has_children = DatumGetBool(RowColumn(trigger, row, "has_children", &isnull));
+
+	SPI_connect();
+	if (!cancelled)
+	{
+		Datum		args[2] = {Int64GetDatum(id), key};
+
+		/* one statement tells whether it failed, and keeps its key if it did */
+		if (!no_key)
+			QueueExecute(&call, PLAN_FAILED_SET_KEY, args, NULL, SPI_OK_UPDATE);
+		else
+			QueueExecute(&call, PLAN_JOB_IS_FAILED, args, NULL, SPI_OK_SELECT);
+		failed = SPI_processed == 1;
+	}
+	if (!no_flow && !no_key && strcmp(TextDatumGetCString(flow), "slot") == 0)
+		RefillKeySlots(&call, queue, DatumGetTextPP(key), 1);
+	if (has_children)
+	{
+		if (cancelled || failed)
+		{
+			Datum		args[1] = {Int64GetDatum(id)};
+
+			ChildrenParentDone(&call, id, true);
+			ChildrenFollowParent(&call, id, cancelled);
+			/* a cancelled parent never comes back; a failed one may be retried */
+			if (cancelled)
+				QueueExecute(&call, PLAN_PARENT_FORGET, args, NULL, SPI_OK_DELETE);
+		}
+		else
+			ChildrenParentDone(&call, id, false);
+	}
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * AFTER DELETE on queue_failed_jobs, per statement (the rows removed as
+ * "removed"): of the removed rows, those now in queue_jobs were retried,
+ * the others forgotten.  A retried parent brings back the children that
+ * failed with it, waiting for it again (and theirs, as each comes back);
+ * a retried child runs at once, without its parents; a forgotten row
+ * takes its dependencies with it.
+ */
+Datum
+jobqueue_flow_failed_removed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigger = (TriggerData *) fcinfo->context;
+	JqCall		call;
+	const char *s;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || TRIGGER_FIRED_FOR_ROW(trigger->tg_event) ||
+		!TRIGGER_FIRED_BY_DELETE(trigger->tg_event) || trigger->tg_oldtable == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jobqueue: %s is for the extension's own triggers",
+						get_func_name(fcinfo->flinfo->fn_oid))));
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	s = call.quoted_schema;
+
+	SPI_connect();
+	if (SPI_register_trigger_data(trigger) != SPI_OK_TD_REGISTER)
+		elog(ERROR, "jobqueue: could not read the removed failed rows");
+	/* the transition table cannot be in a kept plan: these run as text */
+	SPI_execute(psprintf("SELECT 1 FROM %s.queue_job_parents LIMIT 1", s), true, 0);
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		return PointerGetDatum(NULL);
+	}
+	SPI_execute(psprintf("UPDATE %s.queue_jobs j SET has_children = true FROM removed r"
+						 " WHERE j.id = r.id AND NOT j.has_children"
+						 "  AND EXISTS (SELECT 1 FROM %s.queue_job_parents d WHERE d.parent = r.id)",
+						 s, s), false, 0);
+	SPI_execute(psprintf("DELETE FROM %s.queue_job_parents d USING removed r"
+						 " WHERE d.child = r.id AND EXISTS (SELECT 1 FROM %s.queue_jobs j"
+						 "  WHERE j.id = r.id AND j.flow IS DISTINCT FROM 'parents')",
+						 s, s), false, 0);
+	SPI_execute(psprintf("DELETE FROM %s.queue_job_parents d USING removed r"
+						 " WHERE (d.parent = r.id OR d.child = r.id)"
+						 "  AND NOT EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = r.id)",
+						 s, s), false, 0);
+	SPI_execute_with_args(psprintf("WITH revived AS ("
+						 "  DELETE FROM %s.queue_failed_jobs f WHERE f.id IN ("
+						 "   SELECT d.child FROM %s.queue_job_parents d JOIN removed r ON d.parent = r.id"
+						 "   WHERE NOT d.run_anyway"
+						 "    AND EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = r.id))"
+						 "  RETURNING f.*"
+						 ")"
+						 " INSERT INTO %s.queue_jobs (id, queue, name, payload, attempts, max_attempts,"
+						 "  priority, available_at, ready, last_error, created_at, concurrency_key,"
+						 "  flow, parked_run_at, waiting_parents, has_children)"
+						 " SELECT v.id, v.queue, v.name, v.payload, 0, v.max_attempts, v.priority,"
+						 "  'infinity', false, '', v.created_at, v.concurrency_key, 'parents', $1,"
+						 "  (SELECT pg_catalog.count(*) FROM %s.queue_job_parents d WHERE d.child = v.id),"
+						 "  EXISTS (SELECT 1 FROM %s.queue_job_parents d WHERE d.parent = v.id)"
+						 " FROM revived v RETURNING queue",
+						 s, s, s, s, s, s),
+						  1, (Oid[]) {TIMESTAMPTZOID},
+						  (Datum[]) {TimestampTzGetDatum(call.now)}, NULL, false, 0);
+	CountJobsOfRows(1, JOB_RETRIED);
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}

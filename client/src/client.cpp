@@ -704,10 +704,10 @@ std::optional<TimePoint> Client::rate_limit_next(const std::string& queue) {
 
 std::optional<std::chrono::milliseconds> Client::rate_limit_wait(const std::vector<std::string>& queues) {
     auto r = call("jobqueue_rate_limit_wait",
-                  "SELECT CASE WHEN pg_catalog.bool_and(slot IS NOT NULL) THEN pg_catalog.greatest(0, pg_catalog.ceil("
+                  "SELECT CASE WHEN pg_catalog.bool_and(slot IS NOT NULL) THEN GREATEST(0, pg_catalog.ceil("
                   "extract(epoch from pg_catalog.min(slot) - (pg_catalog.clock_timestamp() + "
                   // the extension's clock: shifted by jobqueue.clock_offset (tests travel in time with it)
-                  "coalesce(pg_catalog.nullif(pg_catalog.current_setting('jobqueue.clock_offset', true), ''), "
+                  "coalesce(NULLIF(pg_catalog.current_setting('jobqueue.clock_offset', true), ''), "
                   "'0')::interval)) * 1000))::int8 END "
                   "FROM pg_catalog.unnest(coalesce($1::text[], ARRAY['default'])) q(name), LATERAL " +
                       fn("queue_rate_limit_next") + "(q.name) slot",

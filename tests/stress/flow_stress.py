@@ -23,7 +23,7 @@ Then the producer stops and the workers drain the queue. Checked:
   - every job pushed ended exactly once: one successful queue_delete, or a
     row in the failed table, never both, and nothing is left in queue_jobs.
 Knobs:
-  JQ_FLOW_STRESS_SECONDS   the producer's time (default 20)
+  JQ_FLOW_STRESS_SECONDS   the producer's time (default 18)
   JQ_FLOW_STRESS_SEED      seed of the random choices (default: the time)
   JQ_FLOW_STRESS_SELFTEST=nokey   push without the concurrency key: the run
                            must fail (the limits are exceeded)
@@ -42,7 +42,7 @@ import psycopg2
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from checks import Checks  # noqa: E402
 
-SECONDS = float(os.environ.get("JQ_FLOW_STRESS_SECONDS", "20"))
+SECONDS = float(os.environ.get("JQ_FLOW_STRESS_SECONDS", "18"))
 SEED = int(os.environ.get("JQ_FLOW_STRESS_SEED", str(int(time.time()))))
 SELFTEST = os.environ.get("JQ_FLOW_STRESS_SELFTEST", "")
 WORKERS = 8
@@ -92,7 +92,7 @@ def producer(run, rng):
             with run.lock:
                 run.pushed.add(cur.fetchone()[0])
             # a burst now and then, so that keys have jobs waiting for a slot
-            time.sleep(0 if rng.random() < 0.5 else rng.uniform(0.005, 0.03))
+            time.sleep(0 if rng.random() < 0.3 else rng.uniform(0.01, 0.05))
     except Exception as e:  # noqa: BLE001 - reported as a failed check
         run.errors.append(f"producer: {e!r}")
     finally:

@@ -1065,8 +1065,9 @@ if want flow; then
     for db in bench_flow_ref bench_flow_deep; do fresh_db "$db"; done
     t0=$(date +%s)
     PGDATABASE=bench_flow_deep qq -c "SELECT bench_fill_flow($FLOW_BUSY_KEYS, 'busy:', $FLOW_BUSY_KEYS)" \
+        -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $FLOW_BUSY_KEYS)" \
         -c "SELECT bench_fill_queue($FLOW_PARENTS)" \
-        -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $(( FLOW_BUSY_KEYS + FLOW_PARENTS )))"
+        -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $FLOW_PARENTS)"
     parents=$(PGDATABASE=bench_flow_deep q "SELECT array_agg(id) FROM queue_jobs WHERE concurrency_key IS NULL")
     half=$(( FLOW_BLOCKED / 2 ))
     # the two halves in two sessions at once, one per CPU

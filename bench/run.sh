@@ -1099,7 +1099,8 @@ if want flow; then
     PGDATABASE=bench_flow_deep explain_claim flow-deep
     for rep in $(seq 1 "$FLOW_ROUNDS"); do
         for keys in 0 "$FLOW_DRAIN_KEYS"; do
-            qq -c "TRUNCATE queue_jobs"
+            # TRUNCATE fires no row triggers: the slots the truncated jobs held go too
+            qq -c "TRUNCATE queue_jobs, queue_key_slots, queue_job_parents"
             if (( keys == 0 )); then fill_queue "$BACKLOG"; else qq -c "SELECT bench_fill_flow($BACKLOG, 'k:', $keys)"; fi
             settle
             before=$(count queue_jobs)
@@ -1110,7 +1111,7 @@ if want flow; then
         done
         rec flow.drain.ratio "$(calc "${rate[$FLOW_DRAIN_KEYS]} / ${rate[0]}")"
     done
-    qq -c "TRUNCATE queue_jobs"
+    qq -c "TRUNCATE queue_jobs, queue_key_slots, queue_job_parents"
     for db in bench_flow_ref bench_flow_deep; do PGOPTIONS='-c client_min_messages=warning' dropdb "$db"; done
 fi
 

@@ -1053,10 +1053,10 @@ fi
 # them waiting behind FLOW_BUSY_KEYS busy keys (each key's first job holds
 # its slot under a 1-hour lease), half waiting for FLOW_PARENTS parents
 # (held under a 1-hour lease).  Each round tops both up by the jobs the
-# previous one claimed and times them one after the other; the ratio of
-# each round goes to raw.tsv.  (b) Scenario 2's one-job drain, 8 workers,
+# previous one claimed and times them one after the other (in turns
+# first); the ratio of each round goes to raw.tsv.  (b) Scenario 2's one-job drain, 8 workers,
 # in bench: a backlog of BACKLOG jobs without keys, then with keys spread
-# over FLOW_DRAIN_KEYS keys (limit 1 each), alternating, FLOW_ROUNDS rounds,
+# over FLOW_DRAIN_KEYS keys (limit 1 each), in turns first, FLOW_ROUNDS rounds,
 # each round's ratio recorded.
 if want flow; then
     mark flow
@@ -1083,7 +1083,10 @@ if want flow; then
     done
     pushed=$FLOW_FREE
     for rep in $(seq 1 "$FLOW_ROUNDS"); do
-        for db in bench_flow_ref bench_flow_deep; do
+        # the order alternates, so that drift hits both alike
+        order="bench_flow_ref bench_flow_deep"
+        (( rep % 2 )) || order="bench_flow_deep bench_flow_ref"
+        for db in $order; do
             if (( rep > 1 )); then
                 PGDATABASE=$db qq -c "SELECT bench_fill_flow($FLOW_CLAIMS, 'free:', $FLOW_FREE + 1000000000, NULL, $pushed)"
             fi
@@ -1098,7 +1101,9 @@ if want flow; then
     done
     PGDATABASE=bench_flow_deep explain_claim flow-deep
     for rep in $(seq 1 "$FLOW_ROUNDS"); do
-        for keys in 0 "$FLOW_DRAIN_KEYS"; do
+        order="0 $FLOW_DRAIN_KEYS"
+        (( rep % 2 )) || order="$FLOW_DRAIN_KEYS 0"
+        for keys in $order; do
             # TRUNCATE fires no row triggers: the slots the truncated jobs held go too
             qq -c "TRUNCATE queue_jobs, queue_key_slots, queue_job_parents"
             if (( keys == 0 )); then fill_queue "$BACKLOG"; else qq -c "SELECT bench_fill_flow($BACKLOG, 'k:', $keys)"; fi

@@ -79,10 +79,12 @@ REGRESS = \
 	counters \
 	plans \
 	browse \
+	flow \
 	upgrade \
 	upgrade_1_2 \
 	upgrade_1_3 \
-	upgrade_1_4
+	upgrade_1_4 \
+	upgrade_1_5
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

@@ -85,12 +85,13 @@ fill() {   # N*10,000 jobs, then VACUUM ANALYZE and CHECKPOINT
     q -c "VACUUM ANALYZE queue_jobs" -c "CHECKPOINT" >/dev/null
 }
 server_cpu() {   # clock ticks of CPU the server used so far: the postmaster, its
-    # processes, and (in its cutime/cstime) those it has reaped
-    local pm
+    # processes, and (in its cutime/cstime) those it has reaped; a process
+    # that exits while it is read is left out (its time is in the postmaster's)
+    local pm stats
     pm=$(head -n 1 "$JQ_PGDATA/postmaster.pid")
-    # shellcheck disable=SC2046
-    awk 'NR == 1 { s += $16 + $17 } { s += $14 + $15 } END { print s }' \
-        "/proc/$pm/stat" $(pgrep -P "$pm" | sed 's|.*|/proc/&/stat|') 2>/dev/null
+    stats=$(cat "/proc/$pm/stat"
+            for p in $(pgrep -P "$pm"); do cat "/proc/$p/stat" 2>/dev/null || true; done)
+    awk 'NR == 1 { s += $16 + $17 } { s += $14 + $15 } END { print s }' <<< "$stats"
 }
 measure() {   # push|drain pgbench-ARGS...: "jobs/s cpu-us/job" of one pgbench run
     # push: a job per transaction; drain: jobs removed, per second of its processed

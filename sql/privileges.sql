@@ -87,17 +87,19 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 -- the functions run as the extension's owner, with a fixed search_path
 --------------------------------------------------------------------------
 
+CREATE TEMP TABLE runs_as_caller AS
+    SELECT unnest(ARRAY['queue_current_ring', 'queue_flow_job_removed', 'queue_flow_failed_removed']) AS proname;
 -- every function but queue_grant / queue_revoke is SECURITY DEFINER, and
 -- every function pins search_path to pg_catalog, pg_temp; but for
 -- queue_current_ring, the default of queue_jobs.ring, which runs no SQL (it
--- reads the clock) and is called for every inserted row: it runs as its
--- caller, without the cost of a per-call setting.  The flow-control trigger
--- functions fire inside the other functions (as the owner): no definer either.
-SELECT bool_and(p.prosecdef) FILTER (WHERE p.proname NOT IN ('queue_grant', 'queue_revoke', 'queue_current_ring',
-                                                            'queue_flow_job_added', 'queue_flow_job_removed',
-                                                            'queue_flow_failed_removed')) AS definer,
+-- reads the clock) and is called for every inserted row, and the
+-- flow-control trigger functions (1.5), which fire inside the other
+-- functions for every deleted row: they run as their caller, without the
+-- cost of a per-call setting
+SELECT bool_and(p.prosecdef) FILTER (WHERE p.proname NOT IN ('queue_grant', 'queue_revoke')
+                                       AND p.proname NOT IN (SELECT * FROM pg_temp.runs_as_caller)) AS definer,
        bool_and(coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false))
-           FILTER (WHERE p.proname <> 'queue_current_ring') AS pinned_search_path
+           FILTER (WHERE p.proname NOT IN (SELECT * FROM pg_temp.runs_as_caller)) AS pinned_search_path
 FROM pg_depend d
 JOIN pg_proc p ON p.oid = d.objid
 WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'

@@ -22,8 +22,9 @@ ALTER TABLE @extschema@.queue_jobs
     ADD COLUMN flow            text,
     ADD COLUMN parked_run_at   timestamptz,
     ADD COLUMN waiting_parents integer NOT NULL DEFAULT 0,
-    ADD COLUMN has_children    boolean NOT NULL DEFAULT false,
-    ADD CONSTRAINT queue_jobs_flow_check CHECK (flow IN ('slot', 'key', 'parents'));
+    ADD COLUMN has_children    boolean NOT NULL DEFAULT false;
+-- No CHECK on flow: only the extension's statements write it, and a CHECK
+-- is prepared again by every INSERT and UPDATE (every push and claim).
 COMMENT ON COLUMN @extschema@.queue_jobs.flow IS
     'flow control: NULL (free), slot (holds a slot of its concurrency key), key (waits for one), parents (waits for its parents)';
 
@@ -87,28 +88,25 @@ REVOKE ALL ON @extschema@.queue_key_slots, @extschema@.queue_key_limits,
               @extschema@.queue_job_parents FROM PUBLIC;
 
 /*
- * The triggers that hold jobs back and let them go, whichever statement
- * inserts or removes them (a push, a retry, a rotation's move, a restore).
- * They run as the table's owner's functions do: no SECURITY DEFINER needed.
+ * The triggers that let jobs go when a job leaves queue_jobs, whichever
+ * statement removes it (a completion, a failure, an expiry, a cancel, a
+ * retry of a failed parent); flow.c says why triggers, and why these two.
+ * Their functions fire inside the extension's functions, which run as its
+ * owner with a pinned search_path, and name every object with its schema:
+ * no SECURITY DEFINER or search_path of their own, whose per-call setting
+ * would cost every completion more than the function does.
  */
-CREATE FUNCTION @extschema@.queue_flow_job_added()
-RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_job_added' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
 CREATE FUNCTION @extschema@.queue_flow_job_removed()
-RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_job_removed' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
+RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_job_removed' LANGUAGE C;
 CREATE FUNCTION @extschema@.queue_flow_failed_removed()
-RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_failed_removed' LANGUAGE C
-SET search_path = pg_catalog, pg_temp;
-REVOKE EXECUTE ON FUNCTION @extschema@.queue_flow_job_added(),
-    @extschema@.queue_flow_job_removed(), @extschema@.queue_flow_failed_removed() FROM PUBLIC;
+RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_failed_removed' LANGUAGE C;
+REVOKE EXECUTE ON FUNCTION @extschema@.queue_flow_job_removed(),
+    @extschema@.queue_flow_failed_removed() FROM PUBLIC;
 
-CREATE TRIGGER queue_flow_job_added BEFORE INSERT ON @extschema@.queue_jobs
-    FOR EACH ROW WHEN (NEW.concurrency_key IS NOT NULL AND NEW.flow IS NULL)
-    EXECUTE FUNCTION @extschema@.queue_flow_job_added();
+-- No WHEN clause: a trigger's WHEN is prepared again by every statement,
+-- which costs a completion more than a call that returns at once.
 CREATE TRIGGER queue_flow_job_removed AFTER DELETE ON @extschema@.queue_jobs
-    FOR EACH ROW WHEN (OLD.flow = 'slot' OR OLD.has_children)
-    EXECUTE FUNCTION @extschema@.queue_flow_job_removed();
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.queue_flow_job_removed();
 CREATE TRIGGER queue_flow_failed_removed AFTER DELETE ON @extschema@.queue_failed_jobs
     REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_failed_removed();

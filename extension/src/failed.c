@@ -116,17 +116,33 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 	if (returns_queues && moved > 0)
 	{
 		List	   *queues = NIL;
+		bool		has_keys = JqCallSince(&retry_call, JQ_API_1_5);
+		SPITupleTable *retried = SpiTakeResult();
 
 		for (uint64 row = 0; row < (uint64) moved; row++)
 		{
-			/* RETURNING queue, priority, id; due now */
-			ClaimPosition position = {SpiInt32(row, 2), call.now, SpiInt8(row, 3)};
-			text	   *queue = SpiTextCopy(row, 1);
+			/* RETURNING queue, priority, id (1.5: concurrency_key); due now */
+			HeapTuple	tuple = retried->vals[row];
+			bool		isnull;
+			bool		no_key = true;
+			text	   *queue = DatumGetTextPCopy(SPI_getbinval(tuple, retried->tupdesc, 1, &isnull));
+			int64		id = DatumGetInt64(SPI_getbinval(tuple, retried->tupdesc, 3, &isnull));
+			Datum		key = has_keys ? SPI_getbinval(tuple, retried->tupdesc, 4, &no_key) : 0;
+			ClaimPosition position = {DatumGetInt32(SPI_getbinval(tuple, retried->tupdesc, 2,
+																  &isnull)),
+									  call.now, id};
 
+			CountJobs(queue, JOB_RETRIED, 1);
+			/* a job with a concurrency key came back held back: a slot, or a wait */
+			if (!no_key)
+			{
+				ReleaseHeldBackJob(&retry_call, id, queue, DatumGetTextPCopy(key));
+				continue;
+			}
 			queues = AddWakeQueue(queues, queue);
 			NoteClaimable(queue, &position);
-			CountJobs(queue, JOB_RETRIED, 1);
 		}
+		SPI_freetuptable(retried);
 		WakeQueuesThatWantIt(&call, queues);
 	}
 	SPI_finish();

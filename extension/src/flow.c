@@ -12,16 +12,17 @@
  *
  * Concurrency keys: at most the key's limit of its jobs hold a slot (flow
  * 'slot') at a time, and only a job holding one can be claimed, so a key
- * never has more live leases than its limit.  A job takes a slot when it
- * enters queue_jobs (a push, a retry: the BEFORE INSERT trigger) if one is
- * free, else it waits; it keeps the slot through claims, releases, retries
- * and expired leases, and gives it up when it leaves queue_jobs
- * (completed, failed, cancelled: the AFTER DELETE trigger), handing it to
- * the key's next waiting job in the same transaction.  The key's row in
- * queue_key_slots is locked by everything that takes or gives a slot, so
- * they change one transaction at a time and a job never waits beside a
- * free slot.  (A push with a key therefore waits for an open transaction
- * that pushed or finished a job of the same key.)
+ * never has more live leases than its limit.  A job with a key enters
+ * queue_jobs held back (a push, a retry) and takes a slot at once if one
+ * is free (ReleaseHeldBackJob), else waits; it keeps the slot through
+ * claims, releases, retries and expired leases, and gives it up when it
+ * leaves queue_jobs (completed, failed, cancelled: the AFTER DELETE
+ * trigger), handing it to the key's next waiting job in the same
+ * transaction.  The key's row in queue_key_slots is locked by everything
+ * that takes or gives a slot, so they change one transaction at a time and
+ * a job never waits beside a free slot.  (A push with a key therefore
+ * waits for an open transaction that pushed or finished a job of the same
+ * key.)
  *
  * Dependencies (dependencies.c registers them at push): when a parent
  * leaves queue_jobs, the AFTER DELETE trigger tells its children how: a
@@ -30,10 +31,16 @@
  * table with it, unless they were pushed to run anyway.  A retried parent
  * brings them back (the failed table's AFTER DELETE trigger).
  *
- * The triggers act on whatever statement inserts or deletes a job, so
- * every path (push, retry, completion, failure, expiry, cancel, clear)
- * obeys the same rules; a rotation's move (ring.c) only moves rows and
- * says so, and so do cancels (admin.c), which delete held jobs too.
+ * Jobs enter queue_jobs by a few statements, all of them the extension's
+ * (push, retry), which hold keyed jobs back themselves; they leave it by
+ * many (completion, failure, expiry, deadline, cancel, clear, a parent's
+ * failure), so the leaving is seen by one trigger on queue_jobs, and a
+ * retried parent by one on the failed table: every path obeys the same
+ * rules.  The row trigger has no WHEN clause (PostgreSQL prepares a WHEN
+ * again for every statement, which costs more than a call that returns at
+ * once for a job without key or children).  A rotation's move (ring.c)
+ * only moves rows and says so, and so do cancels (admin.c), which delete
+ * held jobs too.
  *
  *-------------------------------------------------------------------------
  */
@@ -47,7 +54,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-PG_FUNCTION_INFO_V1(jobqueue_flow_job_added);
 PG_FUNCTION_INFO_V1(jobqueue_flow_job_removed);
 PG_FUNCTION_INFO_V1(jobqueue_flow_failed_removed);
 
@@ -182,11 +188,12 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 }
 
 /*
- * A child whose parents are all done: it runs, or (with a concurrency
- * key whose slots are taken) waits for a slot now.
+ * A held-back job that waits for nothing more (its parents are done, or
+ * it was just pushed or retried with a concurrency key): it runs, or with
+ * a key whose slots are taken, waits for a slot.
  */
 void
-ReleaseChild(const JqCall *call, int64 id, text *queue, text *key)
+ReleaseHeldBackJob(const JqCall *call, int64 id, text *queue, text *key)
 {
 	Datum		args[1] = {Int64GetDatum(id)};
 
@@ -230,7 +237,7 @@ ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed)
 		Datum		queue = SPI_getbinval(tuple, done->tupdesc, DONE_QUEUE, &isnull);
 
 		if (waiting == 0)
-			ReleaseChild(call, id, DatumGetTextPP(queue), no_key ? NULL : DatumGetTextPP(key));
+			ReleaseHeldBackJob(call, id, DatumGetTextPP(queue), no_key ? NULL : DatumGetTextPP(key));
 	}
 	SPI_freetuptable(done);
 }
@@ -280,48 +287,6 @@ RowTrigger(FunctionCallInfo fcinfo, bool before, TriggerEvent event)
 }
 
 /*
- * BEFORE INSERT on queue_jobs, for a job with a concurrency key that has
- * no flow yet (a push or a retry; a moved or restored row keeps its own):
- * it takes a slot of its key, or waits for one.
- */
-Datum
-jobqueue_flow_job_added(PG_FUNCTION_ARGS)
-{
-	TriggerData *trigger = RowTrigger(fcinfo, true, TRIGGER_EVENT_INSERT);
-	HeapTuple	row = trigger->tg_trigtuple;
-	TupleDesc	desc = RelationGetDescr(trigger->tg_relation);
-	JqCall		call;
-	bool		isnull;
-	text	   *queue;
-	text	   *key;
-	bool		took_slot;
-	int			columns[4];
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
-	int			changed = 0;
-
-	JqCallBegin(&call, fcinfo, JQ_API_1_5);
-	queue = DatumGetTextPP(RowColumn(trigger, row, "queue", &isnull));
-	key = DatumGetTextPP(RowColumn(trigger, row, "concurrency_key", &isnull));
-	SPI_connect();
-	took_slot = TakeKeySlot(&call, queue, key);
-	SPI_finish();
-
-	columns[changed] = SPI_fnumber(desc, "flow");
-	values[changed++] = CStringGetTextDatum(took_slot ? "slot" : "key");
-	if (!took_slot)
-	{
-		columns[changed] = SPI_fnumber(desc, "parked_run_at");
-		values[changed++] = RowColumn(trigger, row, "available_at", &isnull);
-		columns[changed] = SPI_fnumber(desc, "available_at");
-		values[changed++] = TimestampTzGetDatum(DT_NOEND);
-		columns[changed] = SPI_fnumber(desc, "ready");
-		values[changed++] = BoolGetDatum(false);
-	}
-	return PointerGetDatum(heap_modify_tuple_by_cols(row, desc, changed, columns, values, nulls));
-}
-
-/*
  * AFTER DELETE on queue_jobs, for a job that held a slot of its key or
  * has children: the slot goes to the key's next job, the children learn
  * what became of their parent.  A failed job's row in the failed table
@@ -346,12 +311,14 @@ jobqueue_flow_job_removed(PG_FUNCTION_ARGS)
 
 	if (current_removal == JOB_REMOVAL_MOVED)
 		return PointerGetDatum(NULL);
+	key = RowColumn(trigger, row, "concurrency_key", &no_key);
+	has_children = DatumGetBool(RowColumn(trigger, row, "has_children", &isnull));
+	if (no_key && !has_children)
+		return PointerGetDatum(NULL);	/* nothing held, nobody waiting */
+	flow = RowColumn(trigger, row, "flow", &no_flow);
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
 	id = DatumGetInt64(RowColumn(trigger, row, "id", &isnull));
 	queue = DatumGetTextPP(RowColumn(trigger, row, "queue", &isnull));
-	key = RowColumn(trigger, row, "concurrency_key", &no_key);
-	flow = RowColumn(trigger, row, "flow", &no_flow);
-	has_children = DatumGetBool(RowColumn(trigger, row, "has_children", &isnull));
 
 	SPI_connect();
 	if (!cancelled)
@@ -414,7 +381,9 @@ jobqueue_flow_failed_removed(PG_FUNCTION_ARGS)
 	if (SPI_register_trigger_data(trigger) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "jobqueue: could not read the removed failed rows");
 	/* the transition table cannot be in a kept plan: these run as text */
-	SPI_execute(psprintf("SELECT 1 FROM %s.queue_job_parents LIMIT 1", s), true, 0);
+	/* a statement trigger fires for a statement that deleted nothing, too */
+	SPI_execute(psprintf("SELECT 1 WHERE EXISTS (SELECT 1 FROM removed)"
+						 " AND EXISTS (SELECT 1 FROM %s.queue_job_parents)", s), true, 0);
 	if (SPI_processed == 0)
 	{
 		SPI_finish();

@@ -49,8 +49,7 @@ static const char *const worker_functions[] = {
 
 /* The flow-control triggers' functions are run by their tables only. */
 static const char *const owner_functions[] = {
-	"queue_grant", "queue_revoke", "queue_flow_job_added", "queue_flow_job_removed",
-	"queue_flow_failed_removed", NULL
+	"queue_grant", "queue_revoke", "queue_flow_job_removed", "queue_flow_failed_removed", NULL
 };
 
 static bool

@@ -34,6 +34,10 @@
  *   ring.c      - the storage ring: partitions emptied by rotation (1.3)
  *   counters.c  - shared memory: jobs pushed, claimed, ... per queue (1.4)
  *   browse.c    - the dashboard's reads: overview, pages, one job, leases (1.4)
+ *   flow.c      - flow control: holding jobs back and letting them go (1.5)
+ *   dependencies.c - jobs pushed to wait for other jobs (1.5)
+ *   concurrency.c  - concurrency limits, and what flow control holds back (1.5)
+ *   ratelimit.c - rate limits per queue (1.5)
  * The SQL API itself is documented in README.md ("Functions").
  *
  *-------------------------------------------------------------------------
@@ -166,6 +170,7 @@ typedef enum QueuePlanId
 	PLAN_JOB,
 	PLAN_LEASES,
 	/* since 1.5: flow control */
+	PLAN_PUSH_HELD_BACK,
 	PLAN_KEY_TAKE_SLOT,
 	PLAN_KEY_LOCK_SLOTS,
 	PLAN_KEY_SET_RUNNING,
@@ -425,7 +430,7 @@ extern void JobqueueDefineFlow(void);
 extern JobRemoval SetJobRemoval(JobRemoval removal);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
-extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
+extern void ReleaseHeldBackJob(const JqCall *call, int64 id, text *queue, text *key);
 extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,
 						  bool ready);
 extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);

@@ -182,14 +182,18 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
  * index is the key's arbiter; a partitioned table cannot have one).
  */
 #define PUSH_UNIQUE_LONG_SQL(columns, values) \
+	PUSH_UNIQUE_LONG_AT_SQL("$6", "$6 <= $7", columns, values)
+/* The same with the job's available_at and ready given (1.5: a job held back). */
+#define PUSH_UNIQUE_LONG_AT_SQL(available_at, ready, columns, values) \
 	JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long" \
 	" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
 	"  unique_key, deadline, ring" columns ")" \
-	" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, $6, $6 <= $7, $7," \
-	"  $8, $9, " SQL_NUMBER(JQ_RING_LONG) values ")" \
+	" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, " available_at ", " \
+	ready ", $7, $8, $9, " SQL_NUMBER(JQ_RING_LONG) values ")" \
 	" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING" \
 	" RETURNING id, " WANTS_WAKEUPS
-#define NEXT_JOB_ID ", pg_catalog.nextval('@S@.queue_jobs_id_seq')"
+#define NEXT_JOB_ID_VALUE "pg_catalog.nextval('@S@.queue_jobs_id_seq')"
+#define NEXT_JOB_ID ", " NEXT_JOB_ID_VALUE
 
 /* Every column of a job but its ring partition: what a rotation moves unchanged. */
 #define RING_MOVED_COLUMNS \
@@ -200,14 +204,20 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
  * Puts the rows of "moved" back into queue_jobs, as a retry does; columns
  * and values: what a version adds (1.5: the job's concurrency key).
  */
-#define RETRY_INSERT_SQL(columns, values) \
+#define RETRY_INSERT_SQL(available_at, ready, columns, values) \
 	" INSERT INTO @J@" \
 	"  (id, queue, name, payload, attempts, max_attempts, priority, unique_key," \
 	"   available_at, ready, last_error, created_at" columns ")" \
-	" SELECT id, queue, name, payload, 0, $2, priority, NULL, $3, true, '', created_at" values \
+	" SELECT id, queue, name, payload, 0, $2, priority, NULL, " available_at ", " ready ", ''," \
+	"  created_at" values \
 	" FROM moved"
-#define RETRY_INSERT RETRY_INSERT_SQL("", "")
-#define RETRY_INSERT_1_5 RETRY_INSERT_SQL(", concurrency_key", ", concurrency_key")
+#define RETRY_INSERT RETRY_INSERT_SQL("$3", "true", "", "")
+/* 1.5: a job with a concurrency key comes back held back, as a push does */
+#define RETRY_INSERT_1_5 \
+	RETRY_INSERT_SQL("CASE WHEN concurrency_key IS NULL THEN $3 ELSE " HELD_BACK_AT " END", \
+					 "concurrency_key IS NULL", ", concurrency_key, flow, parked_run_at", \
+					 ", concurrency_key, CASE WHEN concurrency_key IS NOT NULL THEN 'key' END," \
+					 "  CASE WHEN concurrency_key IS NOT NULL THEN $3 END")
 
 /*
  * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
@@ -885,15 +895,26 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* ---- 1.5: flow control (flow.c, dependencies.c, concurrency.c, ratelimit.c) ---- */
 
-	/* Pushes that also store the job's concurrency key ($11; $10 is the ring's). */
-	[PLAN_PUSH][JQ_API_1_5] = {
-		PUSH_SQL(PUSH_INTO_RING_COLUMNS ", concurrency_key", NEXT_JOB_ID ", $10, $11"),
+	/*
+	 * A push with a concurrency key ($11; $10, the ring, unused) enters held
+	 * back: the caller takes it a slot, or leaves it waiting (flow.c).
+	 */
+	[PLAN_PUSH_HELD_BACK][JQ_API_1_5] = {
+		"INSERT INTO @S@.queue_jobs"
+		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+		"  deadline, concurrency_key, flow, parked_run_at)"
+		" VALUES (" NEXT_JOB_ID_VALUE ", $1, $2, $3, $4, $5, " HELD_BACK_AT ", false, $7, $9,"
+		"  $11, 'key', $6)"
+		" RETURNING id, " WANTS_WAKEUPS,
 		11, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-			TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID},
-		.per_partition = true
+			TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID}
 	},
 	[PLAN_PUSH_UNIQUE][JQ_API_1_5] = {
-		PUSH_UNIQUE_LONG_SQL(", concurrency_key", ", $11"),
+		PUSH_UNIQUE_LONG_AT_SQL("CASE WHEN $11 IS NULL THEN $6 ELSE " HELD_BACK_AT " END",
+								"$11 IS NULL AND $6 <= $7",
+								", concurrency_key, flow, parked_run_at",
+								", $11, CASE WHEN $11 IS NOT NULL THEN 'key' END,"
+								"  CASE WHEN $11 IS NOT NULL THEN $6 END"),
 		11, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 			TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID}
 	},
@@ -901,13 +922,13 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	[PLAN_RETRY_FAILED_ONE][JQ_API_1_5] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs WHERE id = $1 RETURNING *"
-		")" RETRY_INSERT_1_5 " RETURNING queue, priority, id",
+		")" RETRY_INSERT_1_5 " RETURNING queue, priority, id, concurrency_key",
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
 	[PLAN_RETRY_FAILED_ALL][JQ_API_1_5] = {
 		"WITH moved AS ("
 		"  DELETE FROM @S@.queue_failed_jobs RETURNING *"
-		")" RETRY_INSERT_1_5 " RETURNING queue, priority, id",
+		")" RETRY_INSERT_1_5 " RETURNING queue, priority, id, concurrency_key",
 		3, {INT8OID, INT4OID, TIMESTAMPTZOID}
 	},
 	[PLAN_RING_MOVE][JQ_API_1_5] = {
@@ -1162,6 +1183,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_PUSH] = "push",
 	[PLAN_PUSH_UNIQUE] = "push_unique",
+	[PLAN_PUSH_HELD_BACK] = "push_held_back",
 	[PLAN_FIND_UNIQUE_HOLDER] = "find_unique_holder",
 	[PLAN_FIND_DUE] = "find_due",
 	[PLAN_MAKE_READY] = "make_ready",

@@ -138,18 +138,24 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	for (int round = 0; round < UNIQUE_PUSH_ROUNDS; round++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (job->unique_key == NULL)
-			QueueExecuteOn(call, PLAN_PUSH, table, values, nulls, SPI_OK_INSERT_RETURNING);
-		else
+		if (job->unique_key != NULL)
 			QueueExecute(call, PLAN_PUSH_UNIQUE, values, nulls, SPI_OK_INSERT_RETURNING);
+		else if (job->concurrency_key != NULL)
+			QueueExecute(call, PLAN_PUSH_HELD_BACK, values, nulls, SPI_OK_INSERT_RETURNING);
+		else
+			QueueExecuteOn(call, PLAN_PUSH, table, values, nulls, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 		{
 			int64		id = SpiInt8(0, PUSHED_ID);
 
 			if (returns_wake)
 				*wake = SpiBool(0, PUSHED_WANTS_WAKEUPS);
-			NoteJobSpecClaimable(call, job, id);
 			CountJobs(job->queue, JOB_PUSHED, 1);
+			/* a job with a concurrency key came in held back: a slot, or a wait */
+			if (job->concurrency_key != NULL)
+				ReleaseHeldBackJob(call, id, job->queue, job->concurrency_key);
+			else
+				NoteJobSpecClaimable(call, job, id);
 			return id;
 		}
 		if (job->unique_key == NULL)

@@ -256,7 +256,9 @@ q -d "$DST10" -f <(cat <<'SQL'
 SELECT 'job', j.id, j.queue, j.name, j.payload, j.attempts, j.max_attempts, j.priority, j.unique_key,
        j.available_at, j.reserved_until, j.reserved_by, j.last_error, j.created_at, j.token, j.ready
   FROM "Jq Sch".queue_jobs j ORDER BY id;
-SELECT 'failed', f.* FROM "Jq Sch".queue_failed_jobs f ORDER BY id;
+SELECT 'failed', f.id, f.job_id, f.queue, f.name, f.payload, f.priority, f.attempts, f.max_attempts,
+       f.error, f.failed_at, f.created_at
+  FROM "Jq Sch".queue_failed_jobs f ORDER BY id;
 SELECT 'sequence', last_value FROM "Jq Sch".queue_job_tokens;
 SQL
 ) > "$WORK/dst10.txt" 2>&1

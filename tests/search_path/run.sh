@@ -30,7 +30,8 @@
 # Also checked once: every function of the extension has
 # search_path=pg_catalog, pg_temp in proconfig, and all but queue_grant /
 # queue_revoke are SECURITY DEFINER (but for queue_current_ring, the
-# default of queue_jobs.ring, which runs no SQL; 1.3).  From 1.3 a rotation
+# default of queue_jobs.ring, which runs no SQL; 1.3; and the flow-control
+# trigger functions, which fire inside the others: 1.5).  From 1.3 a rotation
 # of the storage ring runs under the hostile search_path too.
 #
 # Usage: needs a running cluster (PGHOST/PGPORT/PGUSER=postgres, as
@@ -200,7 +201,8 @@ check "the trap works: evil operators and functions are taken and log when calle
 check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke are SECURITY DEFINER" "$(q -d "$DB" -c "
     SELECT bool_and(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp']
                     AND (p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke')))
-               FILTER (WHERE p.proname <> 'queue_current_ring')
+               FILTER (WHERE p.proname NOT IN ('queue_current_ring', 'queue_flow_job_removed',
+                                               'queue_flow_failed_removed'))
            AND count(*) >= 20
     FROM pg_proc p
     JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
@@ -210,14 +212,16 @@ check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke 
 SCHED=$(q -d "$DB" -c "SELECT (to_regclass('public.queue_schedules') IS NOT NULL)::int")
 # 1.3 and later: a rotation of the storage ring too
 RING=$(q -d "$DB" -c "SELECT (to_regclass('public.queue_jobs_ring0') IS NOT NULL)::int")
+# 1.5 and later: flow control, whose triggers run SQL of their own
+FLOW=$(q -d "$DB" -c "SELECT (to_regclass('public.queue_key_slots') IS NOT NULL)::int")
 
 # One pass: every call under the given search_path, then the checks.
 run_pass() { # run_pass N SEARCH_PATH RAISE(on|off) TEMP_TABLES(0|1)
     local n=$1 path=$2 raise=$3 temp=$4 out names
-    q -d "$DB" -c "TRUNCATE public.queue_jobs, public.queue_failed_jobs, public.queue_settings; DELETE FROM evil.calls" \
+    q -d "$DB" -c "TRUNCATE public.queue_jobs, public.queue_failed_jobs, public.queue_settings$([[ $FLOW == 1 ]] && echo ", public.queue_key_slots, public.queue_job_parents"); DELETE FROM evil.calls" \
         || { check "pass $n: reset" f; return; }
     out=$(psql -X -q -At -v ON_ERROR_STOP=0 -d "$DB" -v sfx="_$n" -v role="$ROLE" -v raise="$raise" \
-          -v temp="$temp" -v selftest="$SELFTEST" -v path="$path" -v sched="$SCHED" -v ring="$RING" -f - 2>&1 <<'SQL'
+          -v temp="$temp" -v selftest="$SELFTEST" -v path="$path" -v sched="$SCHED" -v ring="$RING" -v flow="$FLOW" -f - 2>&1 <<'SQL'
 \set p1 NULL
 \set p2 NULL
 \set p2b NULL
@@ -290,6 +294,19 @@ SELECT string_agg(concat_ws(':', schedule, job_id), ',') AS ticked FROM queue_ti
 RESET jobqueue.clock_offset;
 SELECT queue_schedule_remove(:'sname') AS sremoved \gset
 \endif
+\if :flow
+\set qf sp_flow :sfx
+\set qr sp_rate :sfx
+SELECT queue_push('sp-k1', '{}', :'qf', concurrency_key => 'k') AS k1 \gset
+SELECT queue_push('sp-k2', '{}', :'qf', concurrency_key => 'k') AS k2 \gset
+SELECT queue_push('sp-child', '{}', :'qf', after => ARRAY[:k1]::bigint[]) AS kc \gset
+SELECT string_agg(name, ',' ORDER BY id) AS kclaim1 FROM queue_reserve(ARRAY[:'qf'], max_jobs => 10) \gset
+SELECT queue_delete(id, token) AS kdone FROM public.queue_jobs WHERE id = :k1 \gset
+SELECT string_agg(name, ',' ORDER BY id) AS kclaim2 FROM queue_reserve(ARRAY[:'qf'], max_jobs => 10) \gset
+SELECT queue_rate_limit_set(:'qr', 1, '1 hour');
+SELECT queue_push('sp-r1', '{}', :'qr') > 0 AS r1p, queue_push('sp-r2', '{}', :'qr') > 0 AS r2p \gset
+SELECT pg_catalog.count(*) AS rclaimed FROM queue_reserve(ARRAY[:'qr'], max_jobs => 10) \gset
+\endif
 \if :ring
 SELECT pg_catalog.count(*) AS jobs_before_rotation FROM public.queue_jobs \gset
 SELECT outcome AS rotated, moved AS rot_moved FROM queue_rotate(queue_current_ring()) \gset
@@ -344,8 +361,16 @@ SELECT 'the tick pushed the schedule''s job into the extension''s queue_jobs|' |
        (:'ticked' LIKE format('sp-sched%s:%%', :'sfx') AND :'ticked' NOT LIKE '%EVIL%'
         AND EXISTS (SELECT 1 FROM public.queue_jobs WHERE queue = :'qp' AND name = 'sp-cron'));
 \endif
+\if :flow
+SELECT 'flow control: one job of a key at a time, the slot and the parent''s completion passed on|' ||
+       (:'kclaim1' = 'sp-k1' AND :'kdone'::boolean AND :'kclaim2' = 'sp-k2,sp-child'
+        AND NOT EXISTS (SELECT 1 FROM public.queue_key_slots WHERE running <> 1)
+        AND NOT EXISTS (SELECT 1 FROM public.queue_job_parents));
+SELECT 'rate limit: one claim of two jobs, the limit read from the extension''s settings|' || (:rclaimed = 1);
+\endif
 SELECT 'grant gave admin, revoke took worker and admin, producer kept|' ||
-       (has_function_privilege(:'role', 'public.queue_push(text,jsonb,text,interval,integer,text,integer,timestamptz)', 'EXECUTE')
+       (has_function_privilege(:'role', (SELECT p.oid FROM pg_catalog.pg_proc p
+                                          WHERE p.proname = 'queue_push' AND p.pronamespace = 'public'::regnamespace), 'EXECUTE')
         AND NOT has_function_privilege(:'role', 'public.queue_reserve(text[],interval,text,integer,interval)', 'EXECUTE')
         AND NOT has_function_privilege(:'role', 'public.queue_retry_failed(bigint,integer)', 'EXECUTE'));
 SQL
@@ -356,7 +381,7 @@ SQL
         names=$((names + 1))
         check "pass $n ($path$([[ $temp == 1 ]] && echo ", temp tables"), raise $raise): $name" "$value"
     done <<< "$(grep '|' <<< "$out")"
-    local expect=$((18 + 2 * SCHED + RING))
+    local expect=$((18 + 2 * SCHED + RING + 2 * FLOW))
     check "pass $n: all $expect checks ran, no call failed" \
         "$([[ $names == "$expect" ]] && ! grep -q 'ERROR' <<< "$out" && echo t || echo f)" \
         "$(grep -m5 -E 'ERROR|evil' <<< "$out")"

@@ -1,0 +1,293 @@
+--
+-- flow: flow control (1.5): concurrency keys, rate limits, unique-key
+-- modes (on_duplicate), dependencies (after).  The races are in the
+-- isolation specs flow_*.spec; a stress run under 8 workers is
+-- tests/stress/flow_stress.py.
+--
+\set VERBOSITY terse
+TRUNCATE queue_jobs, queue_failed_jobs, queue_settings, queue_key_slots, queue_key_limits,
+         queue_job_parents;
+\i sql/include/try.sql
+\i sql/include/checksum.sql
+
+-- What flow control shows of a queue's jobs: flow, ready, held back (due at infinity).
+CREATE FUNCTION pg_temp.jobs(q text) RETURNS TABLE(name text, key text, flow text, ready boolean,
+    held_back boolean, waiting_parents integer)
+LANGUAGE sql AS $$
+    SELECT name, concurrency_key, flow, ready, available_at = 'infinity', waiting_parents
+    FROM queue_jobs WHERE queue = q ORDER BY id
+$$;
+-- Claim every job of a queue that can be claimed now; their names.
+CREATE FUNCTION pg_temp.claim(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT coalesce(string_agg(name, ' ' ORDER BY id), '(none)')
+    FROM queue_reserve(ARRAY[q], max_jobs => 100)
+$$;
+-- Complete a claimed job by name.
+CREATE FUNCTION pg_temp.complete(q text, n text) RETURNS boolean LANGUAGE sql AS $$
+    SELECT queue_delete(id, token) FROM queue_jobs WHERE queue = q AND name = n
+$$;
+CREATE FUNCTION pg_temp.fail(q text, n text, why text DEFAULT 'boom') RETURNS boolean LANGUAGE sql AS $$
+    SELECT queue_fail(id, token, why) FROM queue_jobs WHERE queue = q AND name = n
+$$;
+CREATE FUNCTION pg_temp.id_of(q text, n text) RETURNS bigint LANGUAGE sql AS $$
+    SELECT id FROM queue_jobs WHERE queue = q AND name = n
+    UNION ALL SELECT id FROM queue_failed_jobs WHERE queue = q AND name = n
+$$;
+
+--------------------------------------------------------------------------
+-- concurrency keys: one job of a key at a time by default
+--------------------------------------------------------------------------
+
+SELECT queue_push('k1-a', queue => 'ck', concurrency_key => 'customer:1') > 0 AS pushed;
+SELECT queue_push('k1-b', queue => 'ck', concurrency_key => 'customer:1') > 0 AS pushed;
+SELECT queue_push('k1-c', queue => 'ck', concurrency_key => 'customer:1') > 0 AS pushed;
+SELECT queue_push('k2-a', queue => 'ck', concurrency_key => 'customer:2') > 0 AS pushed;
+SELECT queue_push('free', queue => 'ck') > 0 AS pushed;
+-- k1-b and k1-c wait: not ready, due at infinity, out of every claim's way
+SELECT * FROM pg_temp.jobs('ck');
+SELECT * FROM queue_concurrency_keys('ck');
+SELECT * FROM queue_blocked();
+SELECT pg_temp.claim('ck');
+-- nothing more while k1-a runs
+SELECT pg_temp.claim('ck');
+-- its completion hands the slot to k1-b at once
+SELECT pg_temp.complete('ck', 'k1-a');
+SELECT * FROM pg_temp.jobs('ck');
+SELECT pg_temp.claim('ck');
+-- a release keeps the slot (the job runs again), so k1-c still waits
+SELECT queue_release(id, token, delay => '0') FROM queue_jobs WHERE name = 'k1-b';
+SELECT pg_temp.claim('ck');
+-- a failure (to the failed table) gives it up: k1-c gets it
+SELECT pg_temp.fail('ck', 'k1-b', 'disk full');
+SELECT name, error, concurrency_key FROM queue_failed_jobs;
+SELECT * FROM pg_temp.jobs('ck');
+-- the failed job keeps its key: retried, it waits for a slot again
+SELECT queue_retry_failed(pg_temp.id_of('ck', 'k1-b'));
+SELECT * FROM pg_temp.jobs('ck');
+SELECT pg_temp.claim('ck');
+-- cancelling the one that holds the slot (forced: it is running) lets the retried one run
+SELECT queue_cancel(pg_temp.id_of('ck', 'k1-c'), force => true);
+SELECT * FROM pg_temp.jobs('ck');
+SELECT pg_temp.claim('ck');
+-- an expired lease keeps the slot: the same job is claimed again, no other
+SELECT queue_push('k1-d', queue => 'ck', concurrency_key => 'customer:1') > 0 AS pushed;
+SET jobqueue.clock_offset = '2 minutes';
+SELECT pg_temp.claim('ck');
+SELECT attempts FROM queue_jobs WHERE name = 'k1-b';
+SELECT pg_temp.complete('ck', 'k1-b');
+SELECT pg_temp.claim('ck');
+SELECT pg_temp.complete('ck', 'k1-d'), pg_temp.complete('ck', 'k2-a'), pg_temp.complete('ck', 'free');
+RESET jobqueue.clock_offset;
+-- the batch completions hand slots on too
+SELECT count(*) FROM (SELECT queue_push('b' || n, queue => 'ck', concurrency_key => 'batch:' || (n % 2))
+                      FROM generate_series(1, 6) n) p;
+SELECT pg_temp.claim('ck');
+SELECT cardinality(queue_delete_many(array_agg(id), array_agg(token))) AS completed
+FROM queue_jobs WHERE queue = 'ck' AND token IS NOT NULL;
+SELECT pg_temp.claim('ck');
+SELECT cardinality(queue_fail_many(array_agg(id), array_agg(token), 'batch failure')) AS failed
+FROM queue_jobs WHERE queue = 'ck' AND token IS NOT NULL;
+SELECT pg_temp.claim('ck');
+SELECT cardinality(queue_delete_many(array_agg(id), array_agg(token))) AS completed
+FROM queue_jobs WHERE queue = 'ck' AND token IS NOT NULL;
+SELECT count(*) AS left_in_queue FROM queue_jobs WHERE queue = 'ck';
+TRUNCATE queue_failed_jobs;
+-- a key with nothing running or waiting leaves no row behind
+SELECT count(*) AS key_rows FROM queue_key_slots;
+
+--------------------------------------------------------------------------
+-- limits per key prefix (longest prefix wins), raised and lowered
+--------------------------------------------------------------------------
+
+SELECT queue_concurrency_set('cl', '', 1);
+SELECT queue_concurrency_set('cl', 'api:', 2);
+SELECT queue_concurrency_set('cl', 'api:slow:', 1);
+SELECT * FROM queue_concurrency_list();
+SELECT count(*) FROM (SELECT queue_push('api-' || n, queue => 'cl', concurrency_key => 'api:x')
+                      FROM generate_series(1, 5) n) p;
+SELECT count(*) FROM (SELECT queue_push('slow-' || n, queue => 'cl', concurrency_key => 'api:slow:y')
+                      FROM generate_series(1, 3) n) p;
+SELECT * FROM queue_concurrency_keys('cl');
+SELECT pg_temp.claim('cl');
+-- raising the limit lets waiting jobs run at once
+SELECT queue_concurrency_set('cl', 'api:', 4);
+SELECT * FROM queue_concurrency_keys('cl');
+SELECT pg_temp.claim('cl');
+-- lowering it lets the running ones finish; the next waits until fewer run
+SELECT queue_concurrency_set('cl', 'api:', 1);
+SELECT pg_temp.complete('cl', 'api-1');
+SELECT * FROM queue_concurrency_keys('cl') WHERE concurrency_key = 'api:x';
+SELECT queue_concurrency_remove('cl', 'api:slow:'), queue_concurrency_remove('cl', 'api:slow:');
+-- 'api:slow:y' now falls back to 'api:' (1)
+SELECT * FROM queue_concurrency_keys('cl') WHERE concurrency_key = 'api:slow:y';
+SELECT queue_clear('cl');
+SELECT count(*) AS key_rows FROM queue_key_slots;
+
+--------------------------------------------------------------------------
+-- unique-key modes
+--------------------------------------------------------------------------
+
+SELECT queue_push('u', '{"v":1}', 'uq', unique_key => 'report:7') AS u1 \gset
+-- keep (the default): the first push's job and payload stay
+SELECT queue_push('u', '{"v":2}', 'uq', unique_key => 'report:7') = :u1 AS same_id;
+SELECT payload FROM queue_jobs WHERE id = :u1;
+-- replace: the pending job takes the new payload, priority and run-at
+SELECT queue_push('u', '{"v":3}', 'uq', delay => '1 hour', priority => 5,
+                  unique_key => 'report:7', on_duplicate => 'replace') = :u1 AS same_id;
+SELECT payload, priority, ready, available_at > clock_timestamp() + interval '59 minutes' AS later
+FROM queue_jobs WHERE id = :u1;
+SELECT queue_push('u', '{"v":4}', 'uq', unique_key => 'report:7', on_duplicate => 'replace') = :u1 AS same_id;
+SELECT payload, ready FROM queue_jobs WHERE id = :u1;
+-- debounce: each push postpones the job to now + delay
+SELECT queue_push('u', '{"v":5}', 'uq', delay => '10 minutes', unique_key => 'report:7',
+                  on_duplicate => 'debounce') = :u1 AS same_id;
+SELECT payload, ready, available_at BETWEEN clock_timestamp() + interval '9 minutes'
+                                       AND clock_timestamp() + interval '10 minutes' AS postponed
+FROM queue_jobs WHERE id = :u1;
+-- a held job is left as it is: the holder's id comes back, its payload stays
+SELECT queue_push('u', '{"v":6}', 'uq', unique_key => 'report:7', on_duplicate => 'replace') = :u1;
+SELECT count(*) AS claimed FROM queue_reserve('{uq}');
+SELECT queue_push('u', '{"v":7}', 'uq', unique_key => 'report:7', on_duplicate => 'replace') = :u1 AS same_id;
+SELECT payload FROM queue_jobs WHERE id = :u1;
+-- push_many knows the modes too
+SELECT queue_push_many('[{"name": "m", "queue": "uq", "unique_key": "m:1", "payload": {"v": 1}},
+                         {"name": "m", "queue": "uq", "unique_key": "m:1", "payload": {"v": 2},
+                          "on_duplicate": "replace"}]') AS ids \gset
+SELECT (:'ids'::bigint[])[1] = (:'ids'::bigint[])[2] AS same_id,
+       (SELECT payload FROM queue_jobs WHERE unique_key = 'm:1') AS payload;
+SELECT queue_clear('uq');
+
+--------------------------------------------------------------------------
+-- dependencies
+--------------------------------------------------------------------------
+
+SELECT queue_push('parent-1', queue => 'dq') AS p1 \gset
+SELECT queue_push('parent-2', queue => 'dq') AS p2 \gset
+SELECT queue_push('child', queue => 'dq', after => ARRAY[:p1, :p2, :p1]) AS c \gset
+SELECT queue_push('grandchild', queue => 'dq', after => ARRAY[:c]) AS g \gset
+SELECT * FROM pg_temp.jobs('dq');
+SELECT * FROM queue_blocked('dq');
+SELECT pg_temp.claim('dq');
+SELECT pg_temp.complete('dq', 'parent-1');
+-- one parent left: the child still waits
+SELECT pg_temp.claim('dq');
+SELECT pg_temp.complete('dq', 'parent-2');
+SELECT * FROM pg_temp.jobs('dq');
+SELECT pg_temp.claim('dq');
+SELECT pg_temp.complete('dq', 'child');
+SELECT pg_temp.claim('dq');
+SELECT pg_temp.complete('dq', 'grandchild');
+SELECT count(*) AS dependency_rows FROM queue_job_parents;
+
+-- a failed parent takes its children (and theirs) to the failed table ...
+SELECT queue_push('p', queue => 'df', max_attempts => 1) AS fp \gset
+SELECT queue_push('c-fail', queue => 'df', after => ARRAY[:fp]) AS fc \gset
+SELECT queue_push('c-run', queue => 'df', after => ARRAY[:fp], after_failed => 'run') AS fr \gset
+SELECT queue_push('g-fail', queue => 'df', after => ARRAY[:fc]) AS fg \gset
+SELECT pg_temp.claim('df');
+SELECT pg_temp.fail('df', 'p', 'disk full');
+-- (ids shown as N: they depend on the tests before)
+SELECT name, regexp_replace(error, '[0-9]+', 'N') AS error FROM queue_failed_jobs WHERE queue = 'df' ORDER BY id;
+-- ... except the one pushed to run anyway
+SELECT * FROM pg_temp.jobs('df');
+SELECT pg_temp.claim('df');
+SELECT pg_temp.complete('df', 'c-run');
+-- a retried parent brings them back, waiting for it again
+SELECT queue_retry_failed(:fp);
+SELECT * FROM pg_temp.jobs('df');
+SELECT count(*) AS failed_rows FROM queue_failed_jobs WHERE queue = 'df';
+SELECT pg_temp.claim('df');
+SELECT pg_temp.complete('df', 'p');
+SELECT pg_temp.claim('df');
+SELECT pg_temp.complete('df', 'c-fail');
+SELECT pg_temp.claim('df');
+SELECT pg_temp.complete('df', 'g-fail');
+SELECT count(*) AS dependency_rows FROM queue_job_parents;
+
+-- a cancelled parent takes its children too, for good
+SELECT queue_push('p', queue => 'dc') AS cp \gset
+SELECT queue_push('c', queue => 'dc', after => ARRAY[:cp]) AS cc \gset
+SELECT queue_cancel(:cp);
+SELECT name, regexp_replace(error, '[0-9]+', 'N') AS error FROM queue_failed_jobs WHERE queue = 'dc';
+SELECT count(*) AS dependency_rows FROM queue_job_parents;
+-- a parent already in the failed table: the child fails at once, or runs anyway
+SELECT queue_push('c2', queue => 'dc', after => ARRAY[:cc]) > 0 AS pushed;
+SELECT name, error = 'parent job ' || :cc || ' failed' AS names_parent FROM queue_failed_jobs WHERE queue = 'dc' AND name = 'c2';
+SELECT queue_push('c3', queue => 'dc', after => ARRAY[:cc], after_failed => 'run') > 0 AS pushed;
+SELECT * FROM pg_temp.jobs('dc');
+-- a child with a concurrency key waits for its parents, then for a slot
+SELECT queue_push('busy', queue => 'dk', concurrency_key => 'k') > 0 AS pushed;
+SELECT queue_push('p', queue => 'dk') AS kp \gset
+SELECT queue_push('c', queue => 'dk', concurrency_key => 'k', after => ARRAY[:kp]) > 0 AS pushed;
+SELECT pg_temp.claim('dk');
+SELECT pg_temp.complete('dk', 'p');
+SELECT * FROM pg_temp.jobs('dk');
+SELECT pg_temp.complete('dk', 'busy');
+SELECT * FROM pg_temp.jobs('dk');
+SELECT queue_clear('dc'), queue_clear('dk');
+TRUNCATE queue_failed_jobs;
+
+--------------------------------------------------------------------------
+-- rate limits
+--------------------------------------------------------------------------
+
+SELECT queue_rate_limit_set('rq', 3, '1 hour');
+SELECT queue, max_claims, per, next_slot FROM queue_rate_limits();
+SELECT count(*) FROM (SELECT queue_push('r' || n, queue => 'rq') FROM generate_series(1, 5) n) p;
+SELECT queue_rate_limit_next('rq') IS NULL AS slot_free;
+-- a burst of 3, then nothing until a slot opens (every 20 minutes)
+SELECT count(*) AS claimed FROM queue_reserve('{rq}', max_jobs => 2);
+SELECT count(*) AS claimed FROM queue_reserve('{rq}', max_jobs => 2);
+SELECT count(*) AS claimed FROM queue_reserve('{rq}', max_jobs => 2);
+SELECT queue_rate_limit_next('rq') BETWEEN clock_timestamp() + interval '19 minutes'
+                                       AND clock_timestamp() + interval '20 minutes' AS next_in_20_minutes;
+-- a limited queue passes the claim on to the next queue in precedence order
+SELECT queue_push('other', queue => 'rq2') > 0 AS pushed;
+SELECT name FROM queue_reserve('{rq,rq2}', max_jobs => 2);
+-- a rolled-back claim gives its turns back
+SELECT queue_rate_limit_set('rq', 1, '1 hour');
+BEGIN;
+SELECT count(*) AS claimed FROM queue_reserve('{rq}');
+ROLLBACK;
+SELECT count(*) AS claimed FROM queue_reserve('{rq}');
+SELECT queue_rate_limit_remove('rq'), queue_rate_limit_remove('rq');
+SELECT count(*) AS claimed FROM queue_reserve('{rq}', max_jobs => 10);
+SELECT queue_clear('rq'), queue_clear('rq2');
+
+--------------------------------------------------------------------------
+-- bad input: a clear error naming the argument, nothing changed
+--------------------------------------------------------------------------
+
+SELECT queue_push('keep-me', queue => 'bad', unique_key => 'bad:1') > 0 AS pushed;
+SELECT pg_temp.queue_checksum() AS before \gset
+SELECT pg_temp.try($$SELECT queue_push('x', concurrency_key => '')$$);
+SELECT pg_temp.try($$SELECT queue_push('x', concurrency_key => repeat('k', 201))$$);
+SELECT pg_temp.try($$SELECT queue_push('x', unique_key => 'bad:1', on_duplicate => 'merge')$$);
+SELECT pg_temp.try($$SELECT queue_push('x', on_duplicate => 'replace')$$);
+SELECT pg_temp.try($$SELECT queue_push('x', unique_key => 'bad:1', on_duplicate => 'debounce')$$);
+SELECT pg_temp.try($$SELECT queue_push('x', after => ARRAY[NULL]::bigint[])$$);
+SELECT pg_temp.try($$SELECT queue_push('x', after => ARRAY[987654321])$$);
+SELECT pg_temp.try($$SELECT queue_push('x', after => ARRAY[[1],[2]])$$);
+SELECT pg_temp.try($$SELECT queue_push('x', after => (SELECT array_agg(n) FROM generate_series(1, 1001) n))$$);
+SELECT pg_temp.try($$SELECT queue_push('x', after => ARRAY[1], after_failed => 'ignore')$$);
+SELECT pg_temp.try($$SELECT queue_push('x', after => ARRAY[(SELECT id FROM queue_jobs WHERE unique_key = 'bad:1')], unique_key => 'bad:2')$$);
+SELECT pg_temp.try($$SELECT queue_push_many('[{"name": "x", "after": [1.5]}]')$$);
+SELECT pg_temp.try($$SELECT queue_push_many('[{"name": "x", "after": 7}]')$$);
+SELECT pg_temp.try($$SELECT queue_push_many('[{"name": "x", "concurrency_key": 7}]')$$);
+SELECT pg_temp.try($$SELECT queue_push_many('[{"name": "x", "on_duplicate": "merge", "unique_key": "u"}]')$$);
+SELECT pg_temp.try($$SELECT queue_concurrency_set('q', 'p', 0)$$);
+SELECT pg_temp.try($$SELECT queue_concurrency_set('q', NULL, 1)$$);
+SELECT pg_temp.try($$SELECT queue_concurrency_set(NULL, 'p', 1)$$);
+SELECT pg_temp.try($$SELECT queue_concurrency_set('q', 'p', NULL)$$);
+SELECT pg_temp.try($$SELECT queue_concurrency_remove('q', repeat('p', 201))$$);
+SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 0, '1 second')$$);
+SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 1, '1 month')$$);
+SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 1, '0.5 ms')$$);
+SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 1, '2 days')$$);
+SELECT pg_temp.try($$SELECT queue_rate_limit_set('q', 1, NULL)$$);
+SELECT pg_temp.try($$SELECT queue_rate_limit_next(NULL)$$);
+SELECT pg_temp.try($$SELECT queue_concurrency_keys('')$$);
+-- the trigger functions are the tables' own
+SELECT pg_temp.try($$SELECT queue_flow_job_removed()$$);
+SELECT pg_temp.queue_checksum() = :'before' AS unchanged;
+SELECT queue_clear('bad');

@@ -1064,22 +1064,22 @@ if want flow; then
     log "12. flow control: claims with $FLOW_BLOCKED jobs held back vs none; one-job drain with $FLOW_DRAIN_KEYS keys vs none"
     for db in bench_flow_ref bench_flow_deep; do fresh_db "$db"; done
     t0=$(date +%s)
-    PGDATABASE=bench_flow_deep qq -c "SELECT bench_fill_flow($FLOW_BUSY_KEYS, 'busy:', $FLOW_BUSY_KEYS)" \
+    PGDATABASE=bench_flow_deep qq -c "CALL bench_fill_flow($FLOW_BUSY_KEYS, 'busy:', $FLOW_BUSY_KEYS)" \
         -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $FLOW_BUSY_KEYS)" \
         -c "SELECT bench_fill_queue($FLOW_PARENTS)" \
         -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $FLOW_PARENTS)"
     parents=$(PGDATABASE=bench_flow_deep q "SELECT array_agg(id) FROM queue_jobs WHERE concurrency_key IS NULL")
     half=$(( FLOW_BLOCKED / 2 ))
     # the two halves in two sessions at once, one per CPU
-    PGDATABASE=bench_flow_deep qq -c "SELECT bench_fill_flow($half, 'busy:', $FLOW_BUSY_KEYS)" &
+    PGDATABASE=bench_flow_deep qq -c "CALL bench_fill_flow($half, 'busy:', $FLOW_BUSY_KEYS)" &
     fill_pid=$!
-    PGDATABASE=bench_flow_deep qq -c "SELECT bench_fill_flow($(( FLOW_BLOCKED - half )), '', 0, '$parents')"
+    PGDATABASE=bench_flow_deep qq -c "CALL bench_fill_flow($(( FLOW_BLOCKED - half )), '', 0, '$parents')"
     wait "$fill_pid"
     rec flow.fill_secs "$(( $(date +%s) - t0 ))"
     rec flow.blocked_rows "$(PGDATABASE=bench_flow_deep q "SELECT count(*) FROM queue_jobs WHERE flow IN ('key', 'parents')")"
     pushed=0
     for db in bench_flow_ref bench_flow_deep; do
-        PGDATABASE=$db qq -c "SELECT bench_fill_flow($FLOW_FREE, 'free:', $FLOW_FREE + 1000000000)"
+        PGDATABASE=$db qq -c "CALL bench_fill_flow($FLOW_FREE, 'free:', $FLOW_FREE + 1000000000)"
     done
     pushed=$FLOW_FREE
     for rep in $(seq 1 "$FLOW_ROUNDS"); do
@@ -1088,7 +1088,7 @@ if want flow; then
         (( rep % 2 )) || order="bench_flow_deep bench_flow_ref"
         for db in $order; do
             if (( rep > 1 )); then
-                PGDATABASE=$db qq -c "SELECT bench_fill_flow($FLOW_CLAIMS, 'free:', $FLOW_FREE + 1000000000, NULL, $pushed)"
+                PGDATABASE=$db qq -c "CALL bench_fill_flow($FLOW_CLAIMS, 'free:', $FLOW_FREE + 1000000000, NULL, $pushed)"
             fi
             PGDATABASE=$db qq -c "VACUUM ANALYZE queue_jobs"
             if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
@@ -1106,7 +1106,7 @@ if want flow; then
         for keys in $order; do
             # TRUNCATE fires no row triggers: the slots the truncated jobs held go too
             qq -c "TRUNCATE queue_jobs, queue_key_slots, queue_job_parents"
-            if (( keys == 0 )); then fill_queue "$BACKLOG"; else qq -c "SELECT bench_fill_flow($BACKLOG, 'k:', $keys)"; fi
+            if (( keys == 0 )); then fill_queue "$BACKLOG"; else qq -c "CALL bench_fill_flow($BACKLOG, 'k:', $keys)"; fi
             settle
             before=$(count queue_jobs)
             pgb "flow.drain.k$keys.r$rep" 8 -T "$SECS" -f "$BENCH/scripts/drain_one.sql"

@@ -178,10 +178,12 @@ END $$;
 -- queue_push_many in calls of 10,000, job i with the concurrency key
 -- key_prefix || (i % keys) (keys 0: no key), and, with parents, after
 -- parents[1 + i % cardinality(parents)].  First is added to i, so that
--- successive fills make new keys when keys is n (one job per key).
-CREATE FUNCTION bench_fill_flow(n integer, key_prefix text, keys integer,
-                                parents bigint[] DEFAULT NULL, first bigint DEFAULT 0)
-RETURNS bigint LANGUAGE plpgsql AS $$
+-- successive fills make new keys when keys is n (one job per key).  Each
+-- call commits (CALL it outside a transaction): keyed pushes that wait for
+-- a slot cost more with each one before them in the same transaction.
+CREATE PROCEDURE bench_fill_flow(n integer, key_prefix text, keys integer,
+                                 parents bigint[] DEFAULT NULL, first bigint DEFAULT 0)
+LANGUAGE plpgsql AS $$
 DECLARE
     done bigint := 0;
     chunk integer;
@@ -195,8 +197,8 @@ BEGIN
                                   THEN jsonb_build_array(parents[1 + (done + i) % cardinality(parents)]) END))))
            FROM generate_series(1, chunk) AS i;
         done := done + chunk;
+        COMMIT;
     END LOOP;
-    RETURN done;
 END $$;
 
 -- n jobs of queue q as a dashboard sees a busy queue (run.sh, scenario

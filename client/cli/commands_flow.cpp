@@ -31,7 +31,8 @@ void add_limit_set(CLI::App& limit, Context& context) {
 }
 
 void add_limit_remove(CLI::App& limit, Context& context) {
-    auto* remove = limit.add_subcommand("remove", "Remove a concurrency limit (its keys fall back to 1 or a shorter prefix)");
+    auto* remove =
+        limit.add_subcommand("remove", "Remove a concurrency limit (its keys fall back to 1 or a shorter prefix)");
     auto o = std::make_shared<LimitSetOptions>();
     remove->add_option("QUEUE", o->queue, "The queue")->required();
     remove->add_option("PREFIX", o->prefix, "The limit's key prefix")->required();
@@ -47,7 +48,8 @@ void add_limit_remove(CLI::App& limit, Context& context) {
 }
 
 void add_limit_list(CLI::App& limit, Context& context) {
-    auto* list = limit.add_subcommand("list", "The concurrency limits per key prefix (the keys in use: jobqueue status)");
+    auto* list =
+        limit.add_subcommand("list", "The concurrency limits per key prefix (the keys in use: jobqueue status)");
     add_json_flag(list, context);
     list->footer("Example:\n  jobqueue limit list --json\n");
     list->callback([&context] {
@@ -63,8 +65,8 @@ void add_limit_list(CLI::App& limit, Context& context) {
         }
         Table table({"QUEUE", "KEY PREFIX", "MAX RUNNING"});
         table.align_right({2});
-        for (const auto& l : limits) table.row({l.queue, l.key_prefix.empty() ? "''" : l.key_prefix,
-                                                std::to_string(l.max_running)});
+        for (const auto& l : limits)
+            table.row({l.queue, l.key_prefix.empty() ? "''" : l.key_prefix, std::to_string(l.max_running)});
         table.print(std::cout);
     });
 }
@@ -86,9 +88,9 @@ void add_rate_set(CLI::App& rate, Context& context) {
         auto per = parse_duration(o->period, "PERIOD");
         auto client = context.connect();
         client.set_rate_limit(o->queue, o->max_claims, per);
-        print_result(context, {{"queue", o->queue}, {"max_claims", o->max_claims}, {"per_ms", per.count()}},
-                     "queue " + o->queue + ": at most " + std::to_string(o->max_claims) + " claims per " +
-                         duration_text(per));
+        print_result(
+            context, {{"queue", o->queue}, {"max_claims", o->max_claims}, {"per_ms", per.count()}},
+            "queue " + o->queue + ": at most " + std::to_string(o->max_claims) + " claims per " + duration_text(per));
     });
 }
 

@@ -342,8 +342,8 @@ TEST_F(FlowTest, WorkerWaitsForTheNextRateSlot) {
     wo.use_notify = false;
     wo.tick_interval = 0ms;
     std::atomic<int> ran{0};
-    const auto xacts_before = sql_int(
-        "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
+    const auto xacts_before =
+        sql_int("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
     {
         jobqueue::Worker worker(wo);
         worker.on("n", [&](const jobqueue::Job&) { ++ran; });
@@ -355,9 +355,9 @@ TEST_F(FlowTest, WorkerWaitsForTheNextRateSlot) {
     EXPECT_EQ(ran, 12);
     sql("SELECT pg_stat_force_next_flush()");
     std::this_thread::sleep_for(1100ms);  // the statistics of other sessions reach shared memory within a second
-    const auto xacts = sql_int(
-        "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()") -
-                       xacts_before;
+    const auto xacts =
+        sql_int("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()") -
+        xacts_before;
     // 4 rate periods: a claim, a rate check and a few completions each, not a loop of claims
     EXPECT_LT(xacts, 200) << "transactions while the worker ran";
 }

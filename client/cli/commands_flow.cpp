@@ -130,11 +130,13 @@ void add_rate_list(CLI::App& rate, Context& context) {
 void add_flow_commands(CLI::App& app, Context& context) {
     auto* limit = app.add_subcommand("limit", "Concurrency limits per key prefix: set, remove, list");
     limit->require_subcommand(1);
+    limit->footer("Example:\n  jobqueue limit set email tenant: 2\n  jobqueue limit list\n");
     add_limit_set(*limit, context);
     add_limit_remove(*limit, context);
     add_limit_list(*limit, context);
     auto* rate = app.add_subcommand("rate", "Rate limits per queue: set, remove, list");
     rate->require_subcommand(1);
+    rate->footer("Example:\n  jobqueue rate set webhooks 10 1s\n  jobqueue rate list\n");
     add_rate_set(*rate, context);
     add_rate_remove(*rate, context);
     add_rate_list(*rate, context);

@@ -751,7 +751,7 @@ with open(sys.argv[1], "w") as f:
     [[ "$output" == *"Usage: jobqueue"* ]]
     # the subcommands listed in the help are exactly those tested here
     listed=$(sed -n '/^Subcommands:/,/^$/p' <<<"$output" | awk 'NR > 1 && NF { print $1 }' | sort | tr '\n' ' ')
-    [ "$listed" = "cancel clear dashboard failed forget pause push resume retry schedule show status work " ]
+    [ "$listed" = "cancel clear dashboard failed forget limit pause push rate resume retry schedule show status work " ]
     for command in status failed show retry forget cancel clear pause resume push work dashboard; do
         run --separate-stderr "$JOBQUEUE_BIN" "$command" --help
         [ "$status" -eq 0 ] || { echo "$command --help: exit $status" >&2; return 1; }

@@ -148,3 +148,16 @@ teardown() {
     jcheck "$output" '[(q["waiting_for_key"], q["waiting_for_parents"], sorted((k["key"], k["running"], k["max_running"], k["waiting"]) for k in q["concurrency_keys"])) for q in d if q["queue"] == a[0]] == [(1, 0, [("solo", 1, 1, 0), ("two:x", 2, 2, 1)])]' "$Q"
     jcheck "$output" '[(q["waiting_for_key"], q["waiting_for_parents"], q["concurrency_keys"]) for q in d if q["queue"] == a[0]] == [(0, 1, [])]' "$Q2"
 }
+
+# ---------------------------------------------------------------- help
+
+@test "limit and rate --help: each subcommand shows its usage and an example" {
+    for command in "limit" "limit set" "limit remove" "limit list" "rate" "rate set" "rate remove" "rate list"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$JOBQUEUE_BIN" $command --help
+        [ "$status" -eq 0 ] || { echo "$command --help: exit $status" >&2; return 1; }
+        [[ "$output" == *"Usage: jobqueue $command"* ]] || { echo "$command --help: no usage line" >&2; return 1; }
+        grep -q '^Example' <<<"$output" || { echo "$command --help: no Example line" >&2; return 1; }
+        grep -q "^  jobqueue ${command%% *} " <<<"$output" || { echo "$command --help: no example command" >&2; return 1; }
+    done
+}

@@ -5,8 +5,9 @@
 TOPDIR := $(dir $(firstword $(MAKEFILE_LIST)))
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(TOPDIR)extension/jobqueue.control)
 
-# The control file lives under extension/, so EXTENSION stays unset and the
-# control file is installed as plain DATA into share/extension.
+# The control files live under extension/ (jobqueue) and extension/router/
+# (jobqueue_router, the router database's extension), so EXTENSION stays unset
+# and they are installed as plain DATA into share/extension.
 MODULEDIR = extension
 DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.0.sql \
@@ -14,7 +15,9 @@ DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.1--1.2.sql \
 	extension/scripts/jobqueue--1.2--1.3.sql \
 	extension/scripts/jobqueue--1.3--1.4.sql \
-	extension/scripts/jobqueue--1.4--1.5.sql
+	extension/scripts/jobqueue--1.4--1.5.sql \
+	extension/router/jobqueue_router.control \
+	extension/router/jobqueue_router--1.0.sql
 
 MODULE_big = jobqueue
 OBJS = \
@@ -49,7 +52,8 @@ OBJS = \
 	extension/src/flow.o \
 	extension/src/dependencies.o \
 	extension/src/concurrency.o \
-	extension/src/ratelimit.o
+	extension/src/ratelimit.o \
+	extension/src/shard.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH
@@ -80,6 +84,7 @@ REGRESS = \
 	plans \
 	browse \
 	flow \
+	shard \
 	upgrade \
 	upgrade_1_2 \
 	upgrade_1_3 \

@@ -1104,8 +1104,7 @@ if want flow; then
         order="0 $FLOW_DRAIN_KEYS"
         (( rep % 2 )) || order="$FLOW_DRAIN_KEYS 0"
         for keys in $order; do
-            # TRUNCATE fires no row triggers: the slots the truncated jobs held go too
-            qq -c "TRUNCATE queue_jobs, queue_key_slots, queue_job_parents"
+            qq -c "TRUNCATE queue_jobs"
             if (( keys == 0 )); then fill_queue "$BACKLOG"; else qq -c "CALL bench_fill_flow($BACKLOG, 'k:', $keys)"; fi
             settle
             before=$(count queue_jobs)
@@ -1116,7 +1115,7 @@ if want flow; then
         done
         rec flow.drain.ratio "$(calc "${rate[$FLOW_DRAIN_KEYS]} / ${rate[0]}")"
     done
-    qq -c "TRUNCATE queue_jobs, queue_key_slots, queue_job_parents"
+    qq -c "TRUNCATE queue_jobs"
     for db in bench_flow_ref bench_flow_deep; do PGOPTIONS='-c client_min_messages=warning' dropdb "$db"; done
 fi
 

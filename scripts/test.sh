@@ -160,6 +160,18 @@ SUITES+=(failover)
 suite_flow_stress() { timeout 180 /usr/bin/python3 tests/stress/flow_stress.py; }
 SUITES+=(flow_stress)
 
+# Several servers: two shard clusters and a router cluster (jobqueue_router,
+# PL/Proxy): the id scheme, the mapping, transactional pushes on a shard,
+# fencing, sums, `jobqueue work` through the router, a stopped shard, bad
+# input (tests/shards/run.sh, about 15 s, ports 56100-56199). Needs the tool.
+suite_shards() {
+    jq_install_deps postgresql-15-plproxy python3-psycopg2
+    [[ -f build/client/CMakeCache.txt ]] || cmake -S client -B build/client -DJOBQUEUE_WERROR=ON > build/client-cmake.log
+    cmake --build build/client -j 2 --target jobqueue_cli > /dev/null
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue JQ_PGBIN=$JQ_PGBIN timeout 120 bash tests/shards/run.sh
+}
+SUITES+=(shards)
+
 # ======== CLIENT / CLI SUITES GO HERE ========
 # Define suite_<name>() above and add the name here, e.g.
 #   SUITES+=(client cli)

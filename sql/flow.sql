@@ -255,6 +255,20 @@ SELECT count(*) AS claimed FROM queue_reserve('{rq}', max_jobs => 10);
 SELECT queue_clear('rq'), queue_clear('rq2');
 
 --------------------------------------------------------------------------
+-- TRUNCATE queue_jobs takes the slots and dependencies of its jobs along
+--------------------------------------------------------------------------
+
+SELECT queue_push('t1', queue => 'tq', concurrency_key => 'k') AS t1 \gset
+SELECT queue_push('t2', queue => 'tq', concurrency_key => 'k', after => ARRAY[:t1]) > 0 AS pushed;
+SELECT (SELECT count(*) FROM queue_key_slots) AS slots, (SELECT count(*) FROM queue_job_parents) AS parents;
+TRUNCATE queue_jobs;
+SELECT (SELECT count(*) FROM queue_key_slots) AS slots, (SELECT count(*) FROM queue_job_parents) AS parents;
+-- the next job of the key takes its slot as if the key were new
+SELECT queue_push('t3', queue => 'tq', concurrency_key => 'k') > 0 AS pushed;
+SELECT * FROM pg_temp.jobs('tq');
+SELECT queue_clear('tq');
+
+--------------------------------------------------------------------------
 -- bad input: a clear error naming the argument, nothing changed
 --------------------------------------------------------------------------
 

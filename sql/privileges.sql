@@ -88,7 +88,8 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 --------------------------------------------------------------------------
 
 CREATE TEMP TABLE runs_as_caller AS
-    SELECT unnest(ARRAY['queue_current_ring', 'queue_flow_job_removed', 'queue_flow_failed_removed']) AS proname;
+    SELECT unnest(ARRAY['queue_current_ring', 'queue_flow_job_removed', 'queue_flow_failed_removed',
+                  'queue_flow_jobs_truncated']) AS proname;
 -- every function but queue_grant / queue_revoke is SECURITY DEFINER, and
 -- every function pins search_path to pg_catalog, pg_temp; but for
 -- queue_current_ring, the default of queue_jobs.ring, which runs no SQL (it

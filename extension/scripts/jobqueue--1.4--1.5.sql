@@ -100,13 +100,22 @@ CREATE FUNCTION @extschema@.queue_flow_job_removed()
 RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_job_removed' LANGUAGE C;
 CREATE FUNCTION @extschema@.queue_flow_failed_removed()
 RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_failed_removed' LANGUAGE C;
+CREATE FUNCTION @extschema@.queue_flow_jobs_truncated()
+RETURNS trigger AS 'MODULE_PATHNAME', 'jobqueue_flow_jobs_truncated' LANGUAGE C;
 REVOKE EXECUTE ON FUNCTION @extschema@.queue_flow_job_removed(),
-    @extschema@.queue_flow_failed_removed() FROM PUBLIC;
+    @extschema@.queue_flow_failed_removed(), @extschema@.queue_flow_jobs_truncated() FROM PUBLIC;
 
 -- No WHEN clause: a trigger's WHEN is prepared again by every statement,
 -- which costs a completion more than a call that returns at once.
 CREATE TRIGGER queue_flow_job_removed AFTER DELETE ON @extschema@.queue_jobs
     FOR EACH ROW EXECUTE FUNCTION @extschema@.queue_flow_job_removed();
+-- TRUNCATE fires no row trigger: the slots and the dependencies of the
+-- jobs it removed go with them.  (A rotation truncates a partition, whose
+-- jobs it moved first: no trigger of the parent fires.)
+CREATE TRIGGER queue_flow_jobs_truncated AFTER TRUNCATE ON @extschema@.queue_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_jobs_truncated();
+CREATE TRIGGER queue_flow_failed_truncated AFTER TRUNCATE ON @extschema@.queue_failed_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_jobs_truncated();
 CREATE TRIGGER queue_flow_failed_removed AFTER DELETE ON @extschema@.queue_failed_jobs
     REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.queue_flow_failed_removed();
@@ -238,6 +247,47 @@ FROM PUBLIC;
 
 -- ----------------------------------------------------------- several servers
 -- (the shard's id scheme, for the router extension jobqueue_router)
+
+/*
+ * A shard's number, once queue_shard_setup has made the database one shard
+ * of several (no row: shard 0).  Dumped, unlike the id sequence's bounds.
+ */
+CREATE TABLE @extschema@.queue_shard_config (
+    singleton boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    shard     integer     NOT NULL CHECK (shard BETWEEN 0 AND 32767),
+    set_at    timestamptz NOT NULL
+);
+COMMENT ON TABLE @extschema@.queue_shard_config IS
+    'jobqueue: this database''s shard number (queue_shard_setup); no row: shard 0';
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.queue_shard_config', '');
+REVOKE ALL ON @extschema@.queue_shard_config FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.queue_shard_setup(shard integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'jobqueue_shard_setup'
+LANGUAGE C VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.queue_shard_setup(integer) IS
+    'jobqueue: make this database shard number shard (0-32767): job ids from shard << 48; refused while ids outside that range exist; returns the next id';
+REVOKE EXECUTE ON FUNCTION @extschema@.queue_shard_setup(integer) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.queue_shard()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'jobqueue_shard'
+LANGUAGE C STABLE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.queue_shard() IS
+    'jobqueue: this database''s shard number (0 unless queue_shard_setup set another)';
+REVOKE EXECUTE ON FUNCTION @extschema@.queue_shard() FROM PUBLIC;
+
+CREATE FUNCTION @extschema@.queue_job_shard(id bigint)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'jobqueue_job_shard'
+LANGUAGE C IMMUTABLE PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.queue_job_shard(bigint) IS
+    'jobqueue: the shard number a job id names (id >> 48)';
+REVOKE EXECUTE ON FUNCTION @extschema@.queue_job_shard(bigint) FROM PUBLIC;
 
 
 -- ------------------------------------------------------------ the overview

@@ -56,6 +56,7 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_flow_job_removed);
 PG_FUNCTION_INFO_V1(jobqueue_flow_failed_removed);
+PG_FUNCTION_INFO_V1(jobqueue_flow_jobs_truncated);
 
 /* Why jobs are being deleted from queue_jobs now; reset when a (sub)transaction aborts. */
 static JobRemoval current_removal = JOB_REMOVAL_FINISHED;
@@ -420,6 +421,40 @@ jobqueue_flow_failed_removed(PG_FUNCTION_ARGS)
 						  1, (Oid[]) {TIMESTAMPTZOID},
 						  (Datum[]) {TimestampTzGetDatum(call.now)}, NULL, false, 0);
 	CountJobsOfRows(1, JOB_RETRIED);
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * AFTER TRUNCATE on queue_jobs or queue_failed_jobs (no row trigger fires):
+ * after queue_jobs, no job holds or waits for a slot any more; after
+ * either, a dependency whose child or parent is in neither table is gone.
+ * (A TRUNCATE of both tables runs this after both are empty.)
+ */
+Datum
+jobqueue_flow_jobs_truncated(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigger = (TriggerData *) fcinfo->context;
+	JqCall		call;
+	const char *s;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigger->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("jobqueue: %s is for the extension's own triggers",
+						get_func_name(fcinfo->flinfo->fn_oid))));
+	JqCallBegin(&call, fcinfo, JQ_API_1_5);
+	s = call.quoted_schema;
+	SPI_connect();
+	if (strcmp(RelationGetRelationName(trigger->tg_relation), "queue_jobs") == 0)
+		SPI_execute(psprintf("DELETE FROM %s.queue_key_slots", s), false, 0);
+	SPI_execute(psprintf("DELETE FROM %s.queue_job_parents d"
+						 " WHERE NOT (EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = d.child)"
+						 "            OR EXISTS (SELECT 1 FROM %s.queue_failed_jobs f WHERE f.id = d.child))"
+						 "    OR NOT (EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = d.parent)"
+						 "            OR EXISTS (SELECT 1 FROM %s.queue_failed_jobs f WHERE f.id = d.parent))",
+						 s, s, s, s, s),
+				false, 0);
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }

@@ -37,7 +37,7 @@ static const char *const producer_functions[] = {
 	"queue_push", "queue_push_many", "queue_pending", "queue_stats",
 	"queue_failed_count", "queue_list", "queue_cron_next", "queue_counters",
 	"queue_overview", "queue_concurrency_list", "queue_concurrency_keys", "queue_rate_limits",
-	"queue_blocked", NULL
+	"queue_blocked", "queue_shard", "queue_job_shard", NULL
 };
 
 /* Claiming and finishing jobs. */
@@ -49,7 +49,8 @@ static const char *const worker_functions[] = {
 
 /* The flow-control triggers' functions are run by their tables only. */
 static const char *const owner_functions[] = {
-	"queue_grant", "queue_revoke", "queue_flow_job_removed", "queue_flow_failed_removed", NULL
+	"queue_grant", "queue_revoke", "queue_flow_job_removed", "queue_flow_failed_removed",
+	"queue_flow_jobs_truncated", NULL
 };
 
 static bool

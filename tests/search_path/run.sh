@@ -202,7 +202,7 @@ check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke 
     SELECT bool_and(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp']
                     AND (p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke')))
                FILTER (WHERE p.proname NOT IN ('queue_current_ring', 'queue_flow_job_removed',
-                                               'queue_flow_failed_removed'))
+                                               'queue_flow_failed_removed', 'queue_flow_jobs_truncated'))
            AND count(*) >= 20
     FROM pg_proc p
     JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'

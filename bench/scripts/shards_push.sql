@@ -1,0 +1,2 @@
+\set q random(0, 63)
+SELECT queue_push('job', '{"n": 1}', 'q' || :q);

@@ -527,6 +527,34 @@ def dashboard_rows(f, w):
               f"{count_text(sum(f.values(poll + '.n')))} requests |")
 
 
+# ---------------------------------------------------------------- flow control
+# run.sh's scenario flow records each round's ratio (flow.claim.ratio,
+# flow.drain.ratio): the goals are their medians against 1.
+def flow_goals(f):
+    blocked = dict(kv.partition("=")[::2] for kv in f.text("meta.flow", "blocked=1000000").split()).get("blocked")
+    blocked = f"{int(blocked):,}" if blocked and blocked.isdigit() else "n/a"
+    return [(f"flow: claim+complete of free keys, {blocked} jobs held back (busy keys, parents) vs none (time)",
+             "flow.claim.ratio", 1, "<=", 1.2),
+            ("flow: one-job drain, 8 workers, 1,000 keys of limit 1 vs no keys",
+             "flow.drain.ratio", 1, ">=", 0.9)]
+
+
+def flow_rows(f, w):
+    if not f.values("flow.claim.ratio") and not f.values("flow.drain.ratio"):
+        return
+    w(f"| 12 flow | held back: {count_text(f.med('flow.blocked_rows'))} jobs (filled in "
+      f"{fmt(f.med('flow.fill_secs'))} s) | | {f.text('meta.flow')} | |")
+    figure_row("12 flow", "claim+complete of a free key, nothing held back (ms)", 1, "flow.claim.ref", None, "ref",
+               "ms", w=w, f=f)
+    figure_row("12 flow", "claim+complete of a free key, jobs held back (ms)", 1, "flow.claim.deep",
+               "flow.claim.ref", "nothing held back", "ms", w=w, f=f)
+    figure_row("12 flow", "one-job drain, no keys", 8, "flow.drain.k0", None, "ref", w=w, f=f)
+    keys = sorted(k for k in f.runs if k.startswith("flow.drain.k") and k != "flow.drain.k0")
+    for k in keys:
+        figure_row("12 flow", f"one-job drain, {k[len('flow.drain.k'):]} keys of limit 1", 8, k, "flow.drain.k0",
+                   "no keys", w=w, f=f)
+
+
 def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w, f):
     """A Figures row: the figure (median, spread) and its ratio to ref."""
     v = f.med(key)
@@ -617,6 +645,7 @@ def main(raw, versions=None):
     goals += worker_goals()
     goals += soak_goals()
     goals += dashboard_goals(f)
+    goals += flow_goals(f)
     w("## Goals")
     w("")
     w("| goal | measured | reference | ratio | target | |")
@@ -729,6 +758,7 @@ def main(raw, versions=None):
     worker_rows(f, w)
     soak_rows(f, w, os.path.dirname(os.path.abspath(raw)))
     dashboard_rows(f, w)
+    flow_rows(f, w)
     w("")
 
     # ------------------------------------------------ plans

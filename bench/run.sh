@@ -19,7 +19,7 @@
 #             of 20 s instead of 60 s (about 4 minutes on an idle machine).
 #   --only=NAME[,NAME...]
 #             run only these scenarios: push drain1 drainb depth churn held
-#             latency cold_plan steady worker dashboard (the report's rows of the
+#             latency cold_plan steady worker dashboard flow (the report's rows of the
 #             others, and the ratios that need them, are n/a).
 #   --soak    instead of the scenarios: a steady load of SOAK_SECS (default
 #             600) while a REPEATABLE READ transaction stays open that has
@@ -32,7 +32,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
 
 MODE=full
-SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard"
+SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard flow"
 ONLY=
 SOAK=0          # 1: --soak, 2: --soak-compare
 for arg in "$@"; do
@@ -93,6 +93,7 @@ SHALLOW=10000         # depth: the shallow backlog
 DEEP_DELAYED=100000   # depth: delayed jobs, higher priority than the ready ones
 DEEP_HELD=10000       # depth: held (claimed, 1 h lease) jobs at the head
 SHALLOW_CLAIMS=1000   # depth: claims per run at the shallow backlog (-t)
+FLOW_CLAIMS=2000      # flow: claims of free jobs per run (-t)
 LAT_JOBS=1000
 LAT_RATE=500
 LAT_POLL_MS=100
@@ -106,6 +107,12 @@ DASH_BIG=${DASH_BIG:-1000000}
 DASH_ROUNDS=${DASH_ROUNDS:-3}   # dashboard: rounds of each comparison (in --quick too: a ratio needs them)
 DASH_PORT=${DASH_PORT:-7071}   # dashboard: the first of the three ports its dashboards listen on
 JQ_DASHBOARD_BIN=${JQ_DASHBOARD_BIN:-}   # the jobqueue tool (with "dashboard"); empty: SQL only
+FLOW_BLOCKED=${FLOW_BLOCKED:-1000000}   # flow: jobs held back (in --quick too: the goal names this many)
+FLOW_BUSY_KEYS=1000   # flow: busy keys, half the held-back jobs waiting behind them
+FLOW_PARENTS=10000    # flow: held parents, the other half waiting for them
+FLOW_FREE=10000       # flow: free jobs (a key each) at the start of each round
+FLOW_DRAIN_KEYS=1000  # flow: keys of the drain's backlog (limit 1 each)
+FLOW_ROUNDS=${FLOW_ROUNDS:-3}   # flow: rounds of each comparison (in --quick too: a ratio needs them)
 SOAK_SECS=${SOAK_SECS:-600}   # --soak: length of each steady load
 if ! [[ $SOAK_SECS =~ ^[0-9]+$ ]] || (( SOAK_SECS < 2 )); then echo "run.sh: SOAK_SECS must be a whole number >= 2" >&2; exit 2; fi
 # claim latency compared between the first and last minute (half the run
@@ -244,6 +251,7 @@ if (( SOAK )); then
     rec meta.soak_held "$SOAK_HELD"
     rec meta.soak_report_secs "$SOAK_REPORT_SECS"
 fi
+rec meta.flow "blocked=$FLOW_BLOCKED busy_keys=$FLOW_BUSY_KEYS parents=$FLOW_PARENTS free=$FLOW_FREE claims=$FLOW_CLAIMS drain_keys=$FLOW_DRAIN_KEYS rounds=$FLOW_ROUNDS"
 rec meta.only "$ONLY"
 rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
 # the ring's period (from 1.3; empty before) and the ticker's interval
@@ -1034,6 +1042,81 @@ SQL
     dash_stop "${DASH_PIDS[@]}"
     for db in "${DASH_DBS[@]}"; do dropdb "$db"; done
     qq -c "TRUNCATE queue_jobs"
+fi
+
+# ============================================================= 12. flow control
+# What flow control (1.5) costs the claim.  (a) One worker's claim+complete
+# (pgbench's average transaction time, FLOW_CLAIMS claims of drain_one.sql)
+# of free jobs, each with a concurrency key of its own, in two databases
+# alike but for the blocked backlog: bench_flow_ref holds FLOW_FREE free
+# jobs; bench_flow_deep the same plus FLOW_BLOCKED jobs held back, half of
+# them waiting behind FLOW_BUSY_KEYS busy keys (each key's first job holds
+# its slot under a 1-hour lease), half waiting for FLOW_PARENTS parents
+# (held under a 1-hour lease).  Each round tops both up by the jobs the
+# previous one claimed and times them one after the other (in turns
+# first); the ratio of each round goes to raw.tsv.  (b) Scenario 2's one-job drain, 8 workers,
+# in bench: a backlog of BACKLOG jobs without keys, then with keys spread
+# over FLOW_DRAIN_KEYS keys (limit 1 each), in turns first, FLOW_ROUNDS rounds,
+# each round's ratio recorded.
+if want flow; then
+    mark flow
+    declare -A lat=() rate=()
+    log "12. flow control: claims with $FLOW_BLOCKED jobs held back vs none; one-job drain with $FLOW_DRAIN_KEYS keys vs none"
+    for db in bench_flow_ref bench_flow_deep; do fresh_db "$db"; done
+    t0=$(date +%s)
+    PGDATABASE=bench_flow_deep qq -c "CALL bench_fill_flow($FLOW_BUSY_KEYS, 'busy:', $FLOW_BUSY_KEYS)" \
+        -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $FLOW_BUSY_KEYS)" \
+        -c "SELECT bench_fill_queue($FLOW_PARENTS)" \
+        -c "SELECT count(*) FROM queue_reserve('{default}', '1 hour', 'holder', $FLOW_PARENTS)"
+    parents=$(PGDATABASE=bench_flow_deep q "SELECT array_agg(id) FROM queue_jobs WHERE concurrency_key IS NULL")
+    half=$(( FLOW_BLOCKED / 2 ))
+    # the two halves in two sessions at once, one per CPU
+    PGDATABASE=bench_flow_deep qq -c "CALL bench_fill_flow($half, 'busy:', $FLOW_BUSY_KEYS)" &
+    fill_pid=$!
+    PGDATABASE=bench_flow_deep qq -c "CALL bench_fill_flow($(( FLOW_BLOCKED - half )), '', 0, '$parents')"
+    wait "$fill_pid"
+    rec flow.fill_secs "$(( $(date +%s) - t0 ))"
+    rec flow.blocked_rows "$(PGDATABASE=bench_flow_deep q "SELECT count(*) FROM queue_jobs WHERE flow IN ('key', 'parents')")"
+    pushed=0
+    for db in bench_flow_ref bench_flow_deep; do
+        PGDATABASE=$db qq -c "CALL bench_fill_flow($FLOW_FREE, 'free:', $FLOW_FREE + 1000000000)"
+    done
+    pushed=$FLOW_FREE
+    for rep in $(seq 1 "$FLOW_ROUNDS"); do
+        # the order alternates, so that drift hits both alike
+        order="bench_flow_ref bench_flow_deep"
+        (( rep % 2 )) || order="bench_flow_deep bench_flow_ref"
+        for db in $order; do
+            if (( rep > 1 )); then
+                PGDATABASE=$db qq -c "CALL bench_fill_flow($FLOW_CLAIMS, 'free:', $FLOW_FREE + 1000000000, NULL, $pushed)"
+            fi
+            PGDATABASE=$db qq -c "VACUUM ANALYZE queue_jobs"
+            if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
+            PGDATABASE=$db pgb "flow.claim.$db.r$rep" 1 -t "$FLOW_CLAIMS" -f "$BENCH/scripts/drain_one.sql"
+            rec "flow.claim.${db#bench_flow_}" "$PGB_LAT"
+            lat[$db]=$PGB_LAT
+        done
+        pushed=$(( pushed + FLOW_CLAIMS ))
+        rec flow.claim.ratio "$(calc "${lat[bench_flow_deep]} / ${lat[bench_flow_ref]}")"
+    done
+    PGDATABASE=bench_flow_deep explain_claim flow-deep
+    for rep in $(seq 1 "$FLOW_ROUNDS"); do
+        order="0 $FLOW_DRAIN_KEYS"
+        (( rep % 2 )) || order="$FLOW_DRAIN_KEYS 0"
+        for keys in $order; do
+            qq -c "TRUNCATE queue_jobs"
+            if (( keys == 0 )); then fill_queue "$BACKLOG"; else qq -c "CALL bench_fill_flow($BACKLOG, 'k:', $keys)"; fi
+            settle
+            before=$(count queue_jobs)
+            pgb "flow.drain.k$keys.r$rep" 8 -T "$SECS" -f "$BENCH/scripts/drain_one.sql"
+            after=$(count queue_jobs)
+            rate[$keys]=$(calc "($before - $after) / $PGB_SECS")
+            rec "flow.drain.k$keys" "${rate[$keys]}"
+        done
+        rec flow.drain.ratio "$(calc "${rate[$FLOW_DRAIN_KEYS]} / ${rate[0]}")"
+    done
+    qq -c "TRUNCATE queue_jobs"
+    for db in bench_flow_ref bench_flow_deep; do PGOPTIONS='-c client_min_messages=warning' dropdb "$db"; done
 fi
 
 # ============================================================= soak (--soak)

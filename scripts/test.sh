@@ -153,6 +153,13 @@ suite_failover() {
 }
 SUITES+=(failover)
 
+# Flow control (1.5) under stress: 8 workers with random failures and
+# leases that run out, on keys of limit 1 and 2; a monitor checks that no
+# key ever has more live leases than its limit, and every job ends exactly
+# once (tests/stress/flow_stress.py, about 30 s).
+suite_flow_stress() { timeout 180 /usr/bin/python3 tests/stress/flow_stress.py; }
+SUITES+=(flow_stress)
+
 # Several servers: two shard clusters and a router cluster (jobqueue_router,
 # PL/Proxy): the id scheme, the mapping, transactional pushes on a shard,
 # fencing, sums, `jobqueue work` through the router, a stopped shard, bad

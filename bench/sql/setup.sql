@@ -174,6 +174,33 @@ BEGIN
     RETURN done;
 END $$;
 
+-- Flow control (run.sh, scenario flow): n jobs of queue 'default' through
+-- queue_push_many in calls of 10,000, job i with the concurrency key
+-- key_prefix || (i % keys) (keys 0: no key), and, with parents, after
+-- parents[1 + i % cardinality(parents)].  First is added to i, so that
+-- successive fills make new keys when keys is n (one job per key).  Each
+-- call commits (CALL it outside a transaction): keyed pushes that wait for
+-- a slot cost more with each one before them in the same transaction.
+CREATE PROCEDURE bench_fill_flow(n integer, key_prefix text, keys integer,
+                                 parents bigint[] DEFAULT NULL, first bigint DEFAULT 0)
+LANGUAGE plpgsql AS $$
+DECLARE
+    done bigint := 0;
+    chunk integer;
+BEGIN
+    WHILE done < n LOOP
+        chunk := least(10000, n - done);
+        PERFORM queue_push_many(jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+                    'name', 'job', 'payload', jsonb_build_object('n', i),
+                    'concurrency_key', CASE WHEN keys > 0 THEN key_prefix || ((first + done + i) % keys) END,
+                    'after', CASE WHEN parents IS NOT NULL
+                                  THEN jsonb_build_array(parents[1 + (done + i) % cardinality(parents)]) END))))
+           FROM generate_series(1, chunk) AS i;
+        done := done + chunk;
+        COMMIT;
+    END LOOP;
+END $$;
+
 -- n jobs of queue q as a dashboard sees a busy queue (run.sh, scenario
 -- dashboard), all in queue_jobs: 3 % held by live leases of an hour
 -- (eight workers' names), 5 % delayed by an hour, the rest pending; and 2 %

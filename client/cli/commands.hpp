@@ -42,6 +42,7 @@ void add_admin_commands(CLI::App& app, Context& context);  // retry, forget, can
 void add_push_command(CLI::App& app, Context& context);    // push
 void add_work_command(CLI::App& app, Context& context);    // work
 void add_schedule_command(CLI::App& app, Context& context);  // schedule add|remove|list|tick
+void add_flow_commands(CLI::App& app, Context& context);     // limit set|remove|list, rate set|remove|list
 #ifdef JOBQUEUE_WITH_DASHBOARD
 void add_dashboard_command(CLI::App& app, Context& context);  // dashboard
 #endif

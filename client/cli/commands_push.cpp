@@ -32,6 +32,8 @@ struct PushCommand {
     std::string name, payload_text, delay, unique, deadline, file;
     std::optional<std::string> queue;
     std::optional<int> priority, tries;
+    std::optional<std::string> concurrency_key, on_duplicate, after_failed;
+    std::vector<std::int64_t> after;
 
     // The options of every job pushed, checked before connecting.
     [[nodiscard]] PushOptions push_options() const {
@@ -42,6 +44,11 @@ struct PushCommand {
         if (!unique.empty()) options.unique_key = unique;
         options.max_attempts = tries;
         if (!deadline.empty()) options.deadline = parse_time(deadline, "--deadline", true);
+        options.concurrency_key = concurrency_key;
+        // the option's validator let only the words of a mode through
+        if (on_duplicate) options.on_duplicate = parse_on_duplicate(*on_duplicate);
+        options.after = after;
+        if (after_failed) options.after_failed = parse_after_failed(*after_failed);
         return options;
     }
 };
@@ -100,13 +107,26 @@ void add_push_command(CLI::App& app, Context& context) {
     push->add_option("--unique", o->unique, "Unique key: a job already holding it is returned instead");
     add_tries_option(push, o->tries, "it gets");
     push->add_option("--deadline", o->deadline, "Fail it if not run by then: a time (2030-01-31T12:00Z) or 1h from now");
+    push->add_option("--concurrency-key", o->concurrency_key,
+                     "Run at most the key's limit of the queue's jobs with this key at once (default limit 1)");
+    push->add_option("--on-duplicate", o->on_duplicate,
+                     "With --unique, when a job holds the key: keep it (default), replace its payload and "
+                     "run-at, or debounce (replace, and --delay starts again)")
+        ->check(CLI::IsMember({"keep", "replace", "debounce"}));
+    push->add_option("--after", o->after, "Run only after these jobs completed: ID[,ID...]")->delimiter(',');
+    push->add_option("--after-failed", o->after_failed,
+                     "With --after, when a parent fails or is cancelled: fail this job too (default) or run it")
+        ->check(CLI::IsMember({"fail", "run"}));
     push->add_option("--file", o->file, "Push one job per line of this JSON-lines file (each line the payload)");
     add_json_flag(push, context);
     push->footer(
         "Examples:\n"
         "  jobqueue push send_email '{\"to\": \"ada@example.com\"}' --queue email\n"
         "  echo '{\"file\": \"a.png\"}' | jobqueue push resize - --delay 30s --priority 5\n"
-        "  jobqueue push import_row --file rows.jsonl --queue imports" "\n");
+        "  jobqueue push import_row --file rows.jsonl --queue imports\n"
+        "  jobqueue push sync_account '{\"id\": 7}' --concurrency-key account:7\n"
+        "  jobqueue push reindex '{}' --unique reindex --on-duplicate debounce --delay 10s\n"
+        "  jobqueue push report '{}' --after 41,42 --after-failed run" "\n");
     push->callback([&context, o] {
         auto options = o->push_options();
         if (o->file.empty())

@@ -11,8 +11,55 @@ namespace jobqueue::cli {
 
 namespace {
 
+// What flow control holds back (extension 1.5): the concurrency keys in use
+// and the jobs waiting for a key's slot or for their parents. Empty with an
+// older extension (no such functions: 42883).
+struct FlowState {
+    std::vector<ConcurrencyKey> keys;
+    std::vector<BlockedJobs> blocked;
+};
+
+FlowState flow_state(Client& client) {
+    FlowState state;
+    try {
+        state.keys = client.concurrency_keys();
+        state.blocked = client.blocked();
+    } catch (const Error& e) {
+        if (e.sqlstate() != "42883") throw;
+        return {};
+    }
+    return state;
+}
+
+// --json: each queue's object also holds its keys in use and its blocked jobs.
+nlohmann::json status_json(const std::vector<QueueInfo>& queues, const FlowState& flow) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& q : queues) {
+        nlohmann::json item = q;
+        item["concurrency_keys"] = nlohmann::json::array();
+        for (const auto& k : flow.keys)
+            if (k.queue == q.stats.queue)
+                item["concurrency_keys"].push_back(
+                    {{"key", k.key}, {"max_running", k.max_running}, {"running", k.running}, {"waiting", k.waiting}});
+        item["waiting_for_key"] = 0;
+        item["waiting_for_parents"] = 0;
+        for (const auto& b : flow.blocked)
+            if (b.queue == q.stats.queue) {
+                item["waiting_for_key"] = b.waiting_for_key;
+                item["waiting_for_parents"] = b.waiting_for_parents;
+            }
+        out.push_back(std::move(item));
+    }
+    return out;
+}
+
 void print_status(Client& client, const Context& context) {
     auto queues = client.queues();
+    auto flow = flow_state(client);
+    if (context.json) {
+        std::cout << status_json(queues, flow).dump() << "\n";
+        return;
+    }
     print_rows(context, queues, "no queues", [&] {
         Table table({"QUEUE", "PENDING", "DELAYED", "RESERVED", "TOTAL", "PAUSED", "LEASE", "NOTIFY"});
         table.align_right({1, 2, 3, 4});
@@ -22,10 +69,31 @@ void print_status(Client& client, const Context& context) {
                        q.default_lease ? duration_text(*q.default_lease) : "-", q.notify ? "on" : "off"});
         table.print(std::cout);
     });
+    // the flow-control tables only when there is something to show
+    if (!flow.keys.empty()) {
+        std::cout << "\n";
+        Table table({"QUEUE", "CONCURRENCY KEY", "RUNNING", "WAITING"});
+        table.align_right({2, 3});
+        for (const auto& k : flow.keys)
+            table.row({k.queue, k.key, std::to_string(k.running) + "/" + std::to_string(k.max_running),
+                       std::to_string(k.waiting)});
+        table.print(std::cout);
+    }
+    bool blocked = false;
+    for (const auto& b : flow.blocked) blocked = blocked || b.waiting_for_key > 0 || b.waiting_for_parents > 0;
+    if (blocked) {
+        std::cout << "\n";
+        Table table({"QUEUE", "WAITING FOR KEY", "WAITING FOR PARENTS"});
+        table.align_right({1, 2});
+        for (const auto& b : flow.blocked)
+            if (b.waiting_for_key > 0 || b.waiting_for_parents > 0)
+                table.row({b.queue, std::to_string(b.waiting_for_key), std::to_string(b.waiting_for_parents)});
+        table.print(std::cout);
+    }
 }
 
 void add_status(CLI::App& app, Context& context) {
-    auto* status = app.add_subcommand("status", "The backlog per queue, with its settings");
+    auto* status = app.add_subcommand("status", "The backlog per queue, with its settings, concurrency keys in use and blocked jobs");
     auto watch = std::make_shared<bool>(false);
     status->add_flag("--watch", *watch, "Refresh every second until Ctrl-C");
     add_json_flag(status, context);

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
     add_push_command(app, context);
     add_work_command(app, context);
     add_schedule_command(app, context);
+    add_flow_commands(app, context);
 #ifdef JOBQUEUE_WITH_DASHBOARD
     add_dashboard_command(app, context);
 #endif

@@ -254,6 +254,21 @@ std::optional<std::string> Client::transaction_status(std::int64_t id) {
 // ---------------------------------------------------------------- producing
 
 std::int64_t Client::push(const std::string& name, const nlohmann::json& payload, const PushOptions& o) {
+    // the flow-control arguments exist from extension 1.5 on: only sent when one is set
+    if (o.uses_flow_control()) {
+        auto r = call("jobqueue_push_flow",
+                      "SELECT " + fn("queue_push") +
+                          "($1, $2::jsonb, $3, $4::interval, $5::int4, $6, $7::int4, $8::timestamptz, $9, $10, "
+                          "$11::int8[], $12)",
+                      {name, payload.dump(), pg::param(o.queue), pg::param(o.delay), pg::param(o.priority),
+                       pg::param(o.unique_key), pg::param(o.max_attempts), pg::param(o.deadline),
+                       pg::param(o.concurrency_key),
+                       o.on_duplicate ? pg::Param(to_string(*o.on_duplicate)) : std::nullopt,
+                       o.after.empty() ? std::nullopt : pg::Param(pg::int_array_text(o.after)),
+                       o.after_failed ? pg::Param(to_string(*o.after_failed)) : std::nullopt},
+                      true);
+        return r.integer(0, 0);
+    }
     auto r = call("jobqueue_push",
                   "SELECT " + fn("queue_push") +
                       "($1, $2::jsonb, $3, $4::interval, $5::int4, $6, $7::int4, $8::timestamptz)",
@@ -634,6 +649,97 @@ void Client::set_default_lease(const std::string& queue, std::optional<std::chro
 void Client::set_notify(const std::string& queue, bool enabled) {
     call("jobqueue_set_notify", "SELECT " + fn("queue_set_notify") + "($1, $2::bool)",
          {queue, enabled ? "true" : "false"}, true);
+}
+
+// ---------------------------------------------------------------- flow control
+
+void Client::set_concurrency(const std::string& queue, const std::string& key_prefix, int max_running) {
+    call("jobqueue_concurrency_set", "SELECT " + fn("queue_concurrency_set") + "($1, $2, $3::int4)",
+         {queue, key_prefix, std::to_string(max_running)}, true);
+}
+
+bool Client::remove_concurrency(const std::string& queue, const std::string& key_prefix) {
+    auto r = call("jobqueue_concurrency_remove", "SELECT " + fn("queue_concurrency_remove") + "($1, $2)",
+                  {queue, key_prefix}, true);
+    return r.boolean(0, 0);
+}
+
+std::vector<ConcurrencyLimit> Client::concurrency_limits() {
+    auto r = call("jobqueue_concurrency_list",
+                  "SELECT queue, key_prefix, max_running FROM " + fn("queue_concurrency_list") + "()", {}, false);
+    std::vector<ConcurrencyLimit> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back({r.text(i, 0), r.text(i, 1), static_cast<int>(r.integer(i, 2))});
+    return out;
+}
+
+std::vector<ConcurrencyKey> Client::concurrency_keys(const std::optional<std::string>& queue) {
+    auto r = call("jobqueue_concurrency_keys",
+                  "SELECT queue, concurrency_key, max_running, running, waiting FROM " +
+                      fn("queue_concurrency_keys") + "($1)",
+                  {queue}, false);
+    std::vector<ConcurrencyKey> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back({r.text(i, 0), r.text(i, 1), static_cast<int>(r.integer(i, 2)),
+                       static_cast<int>(r.integer(i, 3)), r.integer(i, 4)});
+    return out;
+}
+
+void Client::set_rate_limit(const std::string& queue, int max_claims, std::chrono::milliseconds per) {
+    call("jobqueue_rate_limit_set", "SELECT " + fn("queue_rate_limit_set") + "($1, $2::int4, $3::interval)",
+         {queue, std::to_string(max_claims), pg::interval_text(per)}, true);
+}
+
+bool Client::remove_rate_limit(const std::string& queue) {
+    auto r = call("jobqueue_rate_limit_remove", "SELECT " + fn("queue_rate_limit_remove") + "($1)", {queue}, true);
+    return r.boolean(0, 0);
+}
+
+std::vector<RateLimit> Client::rate_limits() {
+    auto r = call("jobqueue_rate_limits",
+                  "SELECT queue, max_claims, (extract(epoch from per) * 1000)::int8, " + micros("next_slot") +
+                      " FROM " + fn("queue_rate_limits") + "()",
+                  {}, false);
+    std::vector<RateLimit> out;
+    for (int i = 0; i < r.rows(); ++i) {
+        RateLimit l;
+        l.queue = r.text(i, 0);
+        l.max_claims = static_cast<int>(r.integer(i, 1));
+        l.per = pg::millis(r.text(i, 2));
+        if (!r.null(i, 3)) l.next_slot = pg::micros_time(r.text(i, 3));
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+std::optional<TimePoint> Client::rate_limit_next(const std::string& queue) {
+    auto r = call("jobqueue_rate_limit_next", "SELECT " + micros(fn("queue_rate_limit_next") + "($1)"), {queue},
+                  false);
+    if (r.null(0, 0)) return std::nullopt;
+    return pg::micros_time(r.text(0, 0));
+}
+
+std::optional<std::chrono::milliseconds> Client::rate_limit_wait(const std::vector<std::string>& queues) {
+    auto r = call("jobqueue_rate_limit_wait",
+                  "SELECT CASE WHEN pg_catalog.bool_and(slot IS NOT NULL) THEN GREATEST(0, pg_catalog.ceil("
+                  "extract(epoch from pg_catalog.min(slot) - (pg_catalog.clock_timestamp() + "
+                  // the extension's clock: shifted by jobqueue.clock_offset (tests travel in time with it)
+                  "coalesce(NULLIF(pg_catalog.current_setting('jobqueue.clock_offset', true), ''), "
+                  "'0')::interval)) * 1000))::int8 END "
+                  "FROM pg_catalog.unnest(coalesce($1::text[], ARRAY['default'])) q(name), LATERAL " +
+                      fn("queue_rate_limit_next") + "(q.name) slot",
+                  {pg::param(queues)}, false);
+    if (r.null(0, 0)) return std::nullopt;
+    return std::chrono::milliseconds(r.integer(0, 0));
+}
+
+std::vector<BlockedJobs> Client::blocked(const std::optional<std::string>& queue) {
+    auto r = call("jobqueue_blocked",
+                  "SELECT queue, waiting_for_key, waiting_for_parents FROM " + fn("queue_blocked") + "($1)", {queue},
+                  false);
+    std::vector<BlockedJobs> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back({r.text(i, 0), r.integer(i, 1), r.integer(i, 2)});
+    return out;
 }
 
 // ---------------------------------------------------------------- schedules

@@ -133,6 +133,52 @@ void to_json(nlohmann::json& out, const QueueCounters& c) {
            {"released", c.released},   {"retried", c.retried}, {"failed", c.failed},   {"expired", c.expired}};
 }
 
+void to_json(nlohmann::json& out, const ConcurrencyLimit& l) {
+    out = {{"queue", l.queue}, {"key_prefix", l.key_prefix}, {"max_running", l.max_running}};
+}
+
+void to_json(nlohmann::json& out, const ConcurrencyKey& k) {
+    out = {{"queue", k.queue},
+           {"concurrency_key", k.key},
+           {"max_running", k.max_running},
+           {"running", k.running},
+           {"waiting", k.waiting}};
+}
+
+void to_json(nlohmann::json& out, const RateLimit& l) {
+    out = {{"queue", l.queue},
+           {"max_claims", l.max_claims},
+           {"per_ms", l.per.count()},
+           {"next_slot", or_null(l.next_slot)}};
+}
+
+void to_json(nlohmann::json& out, const BlockedJobs& b) {
+    out = {{"queue", b.queue}, {"waiting_for_key", b.waiting_for_key}, {"waiting_for_parents", b.waiting_for_parents}};
+}
+
+const char* to_string(OnDuplicate mode) noexcept {
+    switch (mode) {
+        case OnDuplicate::keep: return "keep";
+        case OnDuplicate::replace: return "replace";
+        case OnDuplicate::debounce: return "debounce";
+    }
+    return "keep";
+}
+
+const char* to_string(AfterFailed mode) noexcept { return mode == AfterFailed::run ? "run" : "fail"; }
+
+std::optional<OnDuplicate> parse_on_duplicate(const std::string& text) {
+    for (auto mode : {OnDuplicate::keep, OnDuplicate::replace, OnDuplicate::debounce})
+        if (text == to_string(mode)) return mode;
+    return std::nullopt;
+}
+
+std::optional<AfterFailed> parse_after_failed(const std::string& text) {
+    for (auto mode : {AfterFailed::fail, AfterFailed::run})
+        if (text == to_string(mode)) return mode;
+    return std::nullopt;
+}
+
 nlohmann::json push_many_element(const NewJob& job) {
     const PushOptions& o = job.options;
     nlohmann::json out = {{"name", job.name}, {"payload", job.payload}};
@@ -142,6 +188,10 @@ nlohmann::json push_many_element(const NewJob& job) {
     if (o.unique_key) out["unique_key"] = *o.unique_key;
     if (o.max_attempts) out["max_attempts"] = *o.max_attempts;
     if (o.deadline) out["deadline"] = format_time(*o.deadline);
+    if (o.concurrency_key) out["concurrency_key"] = *o.concurrency_key;
+    if (o.on_duplicate) out["on_duplicate"] = to_string(*o.on_duplicate);
+    if (!o.after.empty()) out["after"] = o.after;
+    if (o.after_failed) out["after_failed"] = to_string(*o.after_failed);
     return out;
 }
 

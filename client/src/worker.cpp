@@ -224,9 +224,34 @@ void Worker::dispatcher_loop() {
             work_.notify_all();
             continue;
         }
+        if (wait_for_rate_slot(*client, opened)) continue;
         if (!options_.wait_in_server) wait_for_wakeup(*client, opened);
     }
     release_unstarted(*client, opened);
+}
+
+// The claim came back empty: when every queue of the worker is rate limited
+// with no slot free, a new claim would come back empty too (at once, or after
+// waiting in the server for a job that is there already), so sleep until the
+// first slot opens, at most poll_interval. Returns whether it slept. An
+// extension before 1.5 (42883) or a role without the call (42501) turns the
+// check off.
+bool Worker::wait_for_rate_slot(Client& client, std::uint64_t& opened) {
+    if (!check_rate_limits_) return false;
+    std::optional<std::chrono::milliseconds> wait;
+    try {
+        if (!with_reconnect(client, opened, [&] { wait = client.rate_limit_wait(options_.queues); }, stopping_))
+            return false;
+    } catch (const Error& e) {
+        if (e.sqlstate() != "42883" && e.sqlstate() != "42501") report_error("reading the rate limits", e);
+        check_rate_limits_ = false;
+        return false;
+    }
+    if (!wait) return false;
+    const auto span = std::clamp(*wait, std::chrono::milliseconds(1), options_.poll_interval);
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, span, [&] { return stopping_.load(); });
+    return true;
 }
 
 // Nothing was due: wait for a NOTIFY wake-up (or just sleep) at most

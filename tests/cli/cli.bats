@@ -331,9 +331,11 @@ with open(sys.argv[1], "w") as f:
     run -0 --separate-stderr cli status --json
     jcheck "$output" 'type(d) is list and all(type(q) is dict for q in d)'
     jcheck "$output" '[q for q in d if q["queue"] == a[0]] == [{"queue": a[0], "pending": 2, "delayed": 1,
-        "reserved": 1, "total": 4, "paused": False, "default_lease_ms": None, "notify": True}]' "$Q"
+        "reserved": 1, "total": 4, "paused": False, "default_lease_ms": None, "notify": True,
+        "concurrency_keys": [], "waiting_for_key": 0, "waiting_for_parents": 0}]' "$Q"
     jcheck "$output" '[q for q in d if q["queue"] == a[0]] == [{"queue": a[0], "pending": 0, "delayed": 0,
-        "reserved": 0, "total": 0, "paused": False, "default_lease_ms": 90000, "notify": False}]' "$Q2"
+        "reserved": 0, "total": 0, "paused": False, "default_lease_ms": 90000, "notify": False,
+        "concurrency_keys": [], "waiting_for_key": 0, "waiting_for_parents": 0}]' "$Q2"
     jcheck "$output" '[q["queue"] for q in d] == sorted(q["queue"] for q in d)'
 }
 
@@ -749,7 +751,7 @@ with open(sys.argv[1], "w") as f:
     [[ "$output" == *"Usage: jobqueue"* ]]
     # the subcommands listed in the help are exactly those tested here
     listed=$(sed -n '/^Subcommands:/,/^$/p' <<<"$output" | awk 'NR > 1 && NF { print $1 }' | sort | tr '\n' ' ')
-    [ "$listed" = "cancel clear dashboard failed forget pause push resume retry schedule show status work " ]
+    [ "$listed" = "cancel clear dashboard failed forget limit pause push rate resume retry schedule show status work " ]
     for command in status failed show retry forget cancel clear pause resume push work dashboard; do
         run --separate-stderr "$JOBQUEUE_BIN" "$command" --help
         [ "$status" -eq 0 ] || { echo "$command --help: exit $status" >&2; return 1; }

@@ -311,6 +311,65 @@ TEST(PushManyElement, EachOptionAlone) {
     o = {};
     o.deadline = at_micros(-1);
     EXPECT_EQ(only(o), (nlohmann::json{{"deadline", "1969-12-31T23:59:59.999999Z"}}));
+    o = {};
+    o.concurrency_key = "tenant:7";
+    EXPECT_EQ(only(o), (nlohmann::json{{"concurrency_key", "tenant:7"}}));
+    o = {};
+    o.on_duplicate = jobqueue::OnDuplicate::debounce;
+    EXPECT_EQ(only(o), (nlohmann::json{{"on_duplicate", "debounce"}}));
+    o = {};
+    o.after = {3, 1, 2};
+    EXPECT_EQ(only(o), (nlohmann::json{{"after", {3, 1, 2}}}));
+    o = {};
+    o.after_failed = jobqueue::AfterFailed::run;
+    EXPECT_EQ(only(o), (nlohmann::json{{"after_failed", "run"}}));
+}
+
+// The flow-control options (1.5) are left out when unset, so a batch
+// without them suits an older extension too; an empty "after" is unset.
+TEST(PushManyElement, FlowControlOptionsOnlyWhenSet) {
+    jobqueue::PushOptions o;
+    EXPECT_FALSE(o.uses_flow_control());
+    o.after = {};
+    EXPECT_FALSE(o.uses_flow_control());
+    nlohmann::json j = jobqueue::push_many_element(jobqueue::NewJob{"n", nlohmann::json::object(), o});
+    EXPECT_EQ(j, (nlohmann::json{{"name", "n"}, {"payload", nlohmann::json::object()}})) << j.dump();
+    o.after_failed = jobqueue::AfterFailed::fail;
+    EXPECT_TRUE(o.uses_flow_control());
+}
+
+// ---------------------------------------------------------------- flow-control modes
+
+TEST(FlowModes, WordsRoundTrip) {
+    for (auto mode : {jobqueue::OnDuplicate::keep, jobqueue::OnDuplicate::replace, jobqueue::OnDuplicate::debounce})
+        EXPECT_EQ(jobqueue::parse_on_duplicate(jobqueue::to_string(mode)), mode);
+    for (auto mode : {jobqueue::AfterFailed::fail, jobqueue::AfterFailed::run})
+        EXPECT_EQ(jobqueue::parse_after_failed(jobqueue::to_string(mode)), mode);
+    EXPECT_STREQ(jobqueue::to_string(jobqueue::OnDuplicate::replace), "replace");
+    EXPECT_STREQ(jobqueue::to_string(jobqueue::AfterFailed::run), "run");
+}
+
+TEST(FlowModes, OtherWordsAreNone) {
+    EXPECT_FALSE(jobqueue::parse_on_duplicate("Keep"));
+    EXPECT_FALSE(jobqueue::parse_on_duplicate(""));
+    EXPECT_FALSE(jobqueue::parse_after_failed("skip"));
+}
+
+// The JSON forms of the flow-control rows, as `jobqueue limit list --json`
+// and `jobqueue rate list --json` print them.
+TEST(FlowJson, Rows) {
+    EXPECT_EQ(nlohmann::json(jobqueue::ConcurrencyLimit{"q", "tenant:", 2}),
+              (nlohmann::json{{"queue", "q"}, {"key_prefix", "tenant:"}, {"max_running", 2}}));
+    EXPECT_EQ(nlohmann::json(jobqueue::ConcurrencyKey{"q", "tenant:1", 2, 1, 5}),
+              (nlohmann::json{{"queue", "q"}, {"concurrency_key", "tenant:1"}, {"max_running", 2}, {"running", 1},
+                              {"waiting", 5}}));
+    jobqueue::RateLimit rate{"q", 10, 1500ms, std::nullopt};
+    EXPECT_EQ(nlohmann::json(rate),
+              (nlohmann::json{{"queue", "q"}, {"max_claims", 10}, {"per_ms", 1500}, {"next_slot", nullptr}}));
+    rate.next_slot = at_micros(1234567890 * kSecond + 5);
+    EXPECT_EQ(nlohmann::json(rate)["next_slot"], "2009-02-13T23:31:30.000005Z");
+    EXPECT_EQ(nlohmann::json(jobqueue::BlockedJobs{"q", 3, 4}),
+              (nlohmann::json{{"queue", "q"}, {"waiting_for_key", 3}, {"waiting_for_parents", 4}}));
 }
 
 // ---------------------------------------------------------------- throw_error

@@ -153,6 +153,33 @@ public:
     void set_default_lease(const std::string& queue, std::optional<std::chrono::milliseconds> lease);
     void set_notify(const std::string& queue, bool enabled);
 
+    // ---- flow control (extension 1.5)
+    // At most max_running jobs of a concurrency key of queue starting with
+    // key_prefix run at once ("" : every key of the queue; the longest
+    // prefix that matches a key wins). Admin tier.
+    void set_concurrency(const std::string& queue, const std::string& key_prefix, int max_running);
+    // false when there was no such limit.
+    bool remove_concurrency(const std::string& queue, const std::string& key_prefix);
+    [[nodiscard]] std::vector<ConcurrencyLimit> concurrency_limits();
+    // The keys jobs use now, with their limits, running and waiting jobs
+    // (queue: none = every queue).
+    [[nodiscard]] std::vector<ConcurrencyKey> concurrency_keys(const std::optional<std::string>& queue = {});
+    // At most max_claims claims of queue per period, across every session. Admin tier.
+    void set_rate_limit(const std::string& queue, int max_claims, std::chrono::milliseconds per);
+    // false when the queue had no rate limit.
+    bool remove_rate_limit(const std::string& queue);
+    [[nodiscard]] std::vector<RateLimit> rate_limits();
+    // When queue's next claim slot opens; none when one is free now (or the
+    // queue has no rate limit).
+    [[nodiscard]] std::optional<TimePoint> rate_limit_next(const std::string& queue);
+    // How long until every one of queues (none: the default queue) has a
+    // claim slot again, by the server's clock: none when one of them has a
+    // slot free now or no rate limit. A worker whose claim came back empty
+    // sleeps this long rather than claiming in vain.
+    [[nodiscard]] std::optional<std::chrono::milliseconds> rate_limit_wait(const std::vector<std::string>& queues);
+    // Jobs held back by flow control, per queue (queue: none = every queue).
+    [[nodiscard]] std::vector<BlockedJobs> blocked(const std::optional<std::string>& queue = {});
+
     // ---- recurring schedules (extension 1.2)
     // Create or replace; returns the next due window.
     TimePoint schedule_set(const Schedule& schedule);

@@ -33,6 +33,30 @@ struct Job {
     [[nodiscard]] bool last_attempt() const noexcept { return attempts >= max_attempts; }
 };
 
+// What a push with a unique key does when a job already holds the key
+// (extension 1.5).
+enum class OnDuplicate {
+    keep,     // the job holding the key stays as it is; its id is returned
+    replace,  // a pending job holding it takes the new payload, priority, attempts,
+              // deadline and run-at (now + delay); a held (running) one is left alone
+    debounce, // as replace, and the delay (which must be given) starts again at
+              // each push: a burst of pushes runs once, delay after the last
+};
+
+// What becomes of a job whose parent (see PushOptions::after) fails to the
+// failed table or is cancelled (extension 1.5).
+enum class AfterFailed {
+    fail,  // the job moves to the failed table, its error naming the parent
+    run,   // the job runs anyway
+};
+
+// The words the server takes: "keep", "replace", "debounce"; "fail", "run".
+[[nodiscard]] const char* to_string(OnDuplicate mode) noexcept;
+[[nodiscard]] const char* to_string(AfterFailed mode) noexcept;
+// The mode a word names; nothing for any other text.
+[[nodiscard]] std::optional<OnDuplicate> parse_on_duplicate(const std::string& text);
+[[nodiscard]] std::optional<AfterFailed> parse_after_failed(const std::string& text);
+
 // How to push a job. A field left empty is not sent, so queue_push's own
 // default applies: the defaults live in the extension alone.
 struct PushOptions {
@@ -42,6 +66,22 @@ struct PushOptions {
     std::optional<std::string> unique_key;
     std::optional<int> max_attempts;
     std::optional<TimePoint> deadline;
+    // ---- flow control (extension 1.5)
+    // Jobs of one queue with the same key run at most max_running at a
+    // time (1 unless queue_concurrency_set says otherwise).
+    std::optional<std::string> concurrency_key;
+    // With unique_key: what a push does when a job already holds the key.
+    std::optional<OnDuplicate> on_duplicate;
+    // Ids of jobs that must be completed before this one runs (empty: none).
+    std::vector<std::int64_t> after;
+    // With after: what happens when a parent fails or is cancelled.
+    std::optional<AfterFailed> after_failed;
+
+    // Whether an option of extension 1.5 is set (only then are they sent,
+    // so that a push without them works with an older extension too).
+    [[nodiscard]] bool uses_flow_control() const noexcept {
+        return concurrency_key || on_duplicate || !after.empty() || after_failed;
+    }
 };
 
 // One job of a batch push.
@@ -196,6 +236,41 @@ struct QueueCounters {
     std::int64_t expired = 0;
 };
 
+// One row of queue_concurrency_list() (extension 1.5): the most jobs of
+// one concurrency key that may run at once, for the keys of queue that
+// start with key_prefix ("" : every key of the queue; the longest prefix
+// that matches a key wins).
+struct ConcurrencyLimit {
+    std::string queue;
+    std::string key_prefix;
+    int max_running = 0;
+};
+
+// One row of queue_concurrency_keys(): a concurrency key jobs use now.
+struct ConcurrencyKey {
+    std::string queue;
+    std::string key;
+    int max_running = 0;       // the limit that applies to it
+    int running = 0;           // jobs holding one of its slots
+    std::int64_t waiting = 0;  // jobs due but waiting for a slot
+};
+
+// One row of queue_rate_limits(): at most max_claims claims of the queue
+// per period, across every session.
+struct RateLimit {
+    std::string queue;
+    int max_claims = 0;
+    std::chrono::milliseconds per{0};
+    std::optional<TimePoint> next_slot;  // none: a claim may be made now
+};
+
+// One row of queue_blocked(): a queue's jobs held back by flow control.
+struct BlockedJobs {
+    std::string queue;
+    std::int64_t waiting_for_key = 0;      // due, but their key's slots are taken
+    std::int64_t waiting_for_parents = 0;  // their parents are not all done
+};
+
 // A (job id, token) pair for the batch completion calls.
 struct Claim {
     std::int64_t id = 0;
@@ -219,6 +294,10 @@ void to_json(nlohmann::json& out, const JobSummary& job);
 void to_json(nlohmann::json& out, const JobDetail& job);
 void to_json(nlohmann::json& out, const Lease& lease);
 void to_json(nlohmann::json& out, const QueueCounters& counters);
+void to_json(nlohmann::json& out, const ConcurrencyLimit& limit);
+void to_json(nlohmann::json& out, const ConcurrencyKey& key);
+void to_json(nlohmann::json& out, const RateLimit& limit);
+void to_json(nlohmann::json& out, const BlockedJobs& blocked);
 
 // The object queue_push_many takes for one job: only the options that are
 // set are written, the server's defaults apply to the others.

@@ -6,7 +6,9 @@
 // a completer thread records their outcomes in batches (queue_delete_many
 // and friends) every few milliseconds; a heartbeat thread extends the lease
 // of any job still running at half its lease and, every tick_interval,
-// calls queue_tick() for recurring schedules. Lost connections are re-opened
+// calls queue_tick() for recurring schedules. When a claim comes back empty
+// because every queue of the worker is rate limited (extension 1.5), the
+// dispatcher sleeps until the next claim slot opens instead of claiming again. Lost connections are re-opened
 // with backoff (a server that refuses writes because it is a standby counts
 // as lost: libpq then looks for the primary among its hosts), and each
 // outage is logged on stderr once, when it begins and when it ends, however
@@ -216,6 +218,7 @@ private:
     // opened is set to its generation.
     std::optional<Client> connect(std::uint64_t& opened, const std::atomic<bool>& give_up);
     void wait_for_wakeup(Client& client, std::uint64_t& opened);
+    bool wait_for_rate_slot(Client& client, std::uint64_t& opened);
     void report_error(const char* what, const Error& e);
     void sleep_for(std::chrono::milliseconds span);
     // Wake every waiting thread after a stop flag changed.
@@ -237,6 +240,7 @@ private:
     std::atomic<bool> stopping_{false};     // claim nothing more
     std::atomic<bool> hard_stop_{false};    // grace period over
     std::atomic<bool> stop_requested_{false};
+    bool check_rate_limits_ = true;         // dispatcher only: off when the server has no rate limits
     bool started_ = false;
     bool stopped_ = false;
     std::exception_ptr failure_;            // under mutex_

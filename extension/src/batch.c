@@ -548,6 +548,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	Datum	   *done_datums;
 	int			done_count = 0;
 	JobTable   *done_tables;
+	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
@@ -594,7 +595,9 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (in_table == 0)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
+		removal = SetJobRemoval(JOB_REMOVAL_COMPLETED);
 		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE);
+		SetJobRemoval(removal);
 	}
 	SPI_finish();
 

@@ -90,6 +90,7 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	Datum		args[2];
 	bool		deleted;
 	JobTable	found;
+	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
@@ -97,8 +98,11 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	args[1] = Int64GetDatum(token);
 
 	SPI_connect();
+	/* a completion: flow control (flow.c) need not look for it in the failed table */
+	removal = SetJobRemoval(JOB_REMOVAL_COMPLETED);
 	deleted = ExecuteFindingJob(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE_RETURNING,
 								&found) == 1;
+	SetJobRemoval(removal);
 	CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
 	SPI_finish();
 

@@ -8,10 +8,10 @@
  * child waits for it to complete) or in the failed table (the child fails
  * with it at once, or, pushed to run anyway, does not wait for it); an id
  * found in neither is a 22023 error: it never existed, or it completed
- * and is gone.  Pushing a child marks its live parents (has_children), an
- * UPDATE that also locks them, so a parent cannot complete unseen while
- * its child is being pushed: its completion waits for the push's
- * transaction.  The child waits in queue_jobs, held back (flow.c), with a
+ * and is gone.  Pushing a child locks its live parents against deletion
+ * (FOR KEY SHARE: claims of them go on) and marks them (has_children), so
+ * a parent cannot complete unseen while its child is being pushed: its
+ * completion waits for the push's transaction.  The child waits in queue_jobs, held back (flow.c), with a
  * row per parent in queue_job_parents.
  *
  *-------------------------------------------------------------------------
@@ -70,8 +70,9 @@ InsertChild(const JqCall *call, const JobSpec *job)
 	int64		id;
 
 	args[0] = PointerGetDatum(IdArray(job->parents, job->parent_count));
-	QueueExecute(call, PLAN_PARENTS_MARK, args, NULL, SPI_OK_UPDATE_RETURNING);
+	QueueExecute(call, PLAN_PARENTS_LOCK, args, NULL, SPI_OK_SELECT);
 	live = SortedResultIds(&live_count);
+	QueueExecute(call, PLAN_PARENTS_MARK, args, NULL, SPI_OK_UPDATE);
 	if (live_count < job->parent_count)
 	{
 		QueueExecute(call, PLAN_PARENTS_FAILED, args, NULL, SPI_OK_SELECT);

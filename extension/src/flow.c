@@ -145,46 +145,65 @@ NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bo
 		WakeQueue(queue);
 }
 
+/* The columns PLAN_KEY_ADMIT_WAITING returns. */
+enum
+{
+	ADMITTED_QUEUE = 1, ADMITTED_PRIORITY, ADMITTED_AVAILABLE_AT, ADMITTED_ID, ADMITTED_READY
+};
+
 /*
  * The slots of a key after "given_up" of them were given up: hand free
  * slots to the key's waiting jobs, in their order, and keep the count (the
  * key's row goes when no job holds or waits for a slot).  Also how a
- * raised limit lets more jobs run (given_up 0).
+ * raised limit lets more jobs run (given_up 0).  In the usual hand-over,
+ * one slot given up and one job waiting, two statements: the lock, and the
+ * waiting job's admission; the count stays as it was.
  */
 void
 RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 {
-	Datum		args[3] = {PointerGetDatum(queue), PointerGetDatum(key), 0};
+	Datum		args[4] = {PointerGetDatum(queue), PointerGetDatum(key), 0, 0};
+	int32		was_running;
 	int32		running;
 	int32		limit;
 
 	QueueExecute(call, PLAN_KEY_LOCK_SLOTS, args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		return;					/* no job holds or waits for a slot of the key */
-	running = Max(SpiInt32(0, 1) - given_up, 0);
+	was_running = SpiInt32(0, 1);
+	running = Max(was_running - given_up, 0);
 	limit = SpiInt32(0, 2);
 	if (running < limit)
 	{
-		SPITupleTable *waiting;
+		SPITupleTable *admitted;
 
 		args[2] = Int32GetDatum(limit - running);
-		QueueExecute(call, PLAN_KEY_NEXT_WAITING, args, NULL, SPI_OK_SELECT);
-		waiting = SpiTakeResult();
-		for (uint64 row = 0; row < waiting->numvals; row++)
+		args[3] = TimestampTzGetDatum(call->now);
+		QueueExecute(call, PLAN_KEY_ADMIT_WAITING, args, NULL, SPI_OK_UPDATE_RETURNING);
+		admitted = SpiTakeResult();
+		for (uint64 row = 0; row < admitted->numvals; row++)
 		{
+			HeapTuple	tuple = admitted->vals[row];
+			TupleDesc	desc = admitted->tupdesc;
 			bool		isnull;
-			int64		id = DatumGetInt64(SPI_getbinval(waiting->vals[row], waiting->tupdesc,
-														 1, &isnull));
+			ClaimPosition position;
 
-			LetJobGo(call, id, "slot");
+			position.priority = DatumGetInt32(SPI_getbinval(tuple, desc, ADMITTED_PRIORITY, &isnull));
+			position.available_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc,
+																	  ADMITTED_AVAILABLE_AT, &isnull));
+			position.id = DatumGetInt64(SPI_getbinval(tuple, desc, ADMITTED_ID, &isnull));
+			NoteJobMayRun(call,
+						  DatumGetTextPCopy(SPI_getbinval(tuple, desc, ADMITTED_QUEUE, &isnull)),
+						  &position,
+						  DatumGetBool(SPI_getbinval(tuple, desc, ADMITTED_READY, &isnull)));
 			running++;
 		}
-		SPI_freetuptable(waiting);
+		SPI_freetuptable(admitted);
 	}
 	args[2] = Int32GetDatum(running);
 	if (running == 0)
 		QueueExecute(call, PLAN_KEY_DROP_SLOTS, args, NULL, SPI_OK_DELETE);
-	else
+	else if (running != was_running)
 		QueueExecute(call, PLAN_KEY_SET_RUNNING, args, NULL, SPI_OK_UPDATE);
 }
 
@@ -308,6 +327,7 @@ jobqueue_flow_job_removed(PG_FUNCTION_ARGS)
 	Datum		flow;
 	bool		has_children;
 	bool		cancelled = current_removal == JOB_REMOVAL_CANCELLED;
+	bool		completed = current_removal == JOB_REMOVAL_COMPLETED;
 	bool		failed = false;
 
 	if (current_removal == JOB_REMOVAL_MOVED)
@@ -322,7 +342,7 @@ jobqueue_flow_job_removed(PG_FUNCTION_ARGS)
 	queue = DatumGetTextPP(RowColumn(trigger, row, "queue", &isnull));
 
 	SPI_connect();
-	if (!cancelled)
+	if (!cancelled && !completed)
 	{
 		Datum		args[2] = {Int64GetDatum(id), key};
 

@@ -175,7 +175,7 @@ typedef enum QueuePlanId
 	PLAN_KEY_LOCK_SLOTS,
 	PLAN_KEY_SET_RUNNING,
 	PLAN_KEY_DROP_SLOTS,
-	PLAN_KEY_NEXT_WAITING,
+	PLAN_KEY_ADMIT_WAITING,
 	PLAN_KEYS_WAITING,
 	PLAN_FLOW_LET_GO,
 	PLAN_FLOW_WAIT_FOR_KEY,
@@ -184,6 +184,7 @@ typedef enum QueuePlanId
 	PLAN_CHILDREN_DONE,
 	PLAN_CHILDREN_FOLLOW,
 	PLAN_PARENT_FORGET,
+	PLAN_PARENTS_LOCK,
 	PLAN_PARENTS_MARK,
 	PLAN_PARENTS_FAILED,
 	PLAN_PUSH_CHILD,
@@ -423,6 +424,7 @@ extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *value
 typedef enum JobRemoval
 {
 	JOB_REMOVAL_FINISHED,		/* completed, or moved to the failed table */
+	JOB_REMOVAL_COMPLETED,		/* completed (queue_delete, queue_delete_many) */
 	JOB_REMOVAL_CANCELLED,		/* queue_cancel, queue_clear */
 	JOB_REMOVAL_MOVED			/* a rotation moves rows between partitions */
 } JobRemoval;

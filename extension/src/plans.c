@@ -264,6 +264,13 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 #define HELD_BACK_AT "'infinity'::pg_catalog.timestamptz"
 
 /*
+ * A job's flow as a re-check of rows found by id, written so that the
+ * partial indexes on flow (the jobs waiting for a key, for parents) cannot
+ * serve the statement instead of the primary keys (as STILL_READY).
+ */
+#define FLOW_IS(value) "coalesce(flow, '') = " value
+
+/*
  * ---- 1.4: the dashboard's reads (browse.c) ----
  *
  * They must stay cheap at millions of jobs, so no statement counts or
@@ -954,7 +961,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * back: the caller takes it a slot, or leaves it waiting (flow.c).
 	 */
 	[PLAN_PUSH_HELD_BACK][JQ_API_1_5] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  deadline, concurrency_key, flow, parked_run_at)"
 		" VALUES (" NEXT_JOB_ID_VALUE ", $1, $2, $3, $4, $5, " HELD_BACK_AT ", false, $7, $9,"
@@ -1002,7 +1009,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * change one transaction at a time.
 	 */
 	[PLAN_KEY_TAKE_SLOT][JQ_API_1_5] = {
-		"INSERT INTO @S@.queue_key_slots AS s (queue, concurrency_key, running)"
+		JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_key_slots AS s (queue, concurrency_key, running)"
 		" VALUES ($1, $2, 1)"
 		" ON CONFLICT (queue, concurrency_key) DO UPDATE SET running = s.running + 1"
 		" WHERE s.running < " KEY_LIMIT("$1", "$2")
@@ -1010,28 +1017,39 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_KEY_LOCK_SLOTS][JQ_API_1_5] = {
-		"SELECT running, " KEY_LIMIT("$1", "$2") " FROM @S@.queue_key_slots"
+		JQ_INDEX_PLAN_MARK "SELECT running, " KEY_LIMIT("$1", "$2") " FROM @S@.queue_key_slots"
 		" WHERE queue = $1 AND concurrency_key = $2 FOR UPDATE",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_KEY_SET_RUNNING][JQ_API_1_5] = {
-		"UPDATE @S@.queue_key_slots SET running = $3 WHERE queue = $1 AND concurrency_key = $2",
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_key_slots SET running = $3 WHERE queue = $1 AND concurrency_key = $2",
 		3, {TEXTOID, TEXTOID, INT4OID}
 	},
 	[PLAN_KEY_DROP_SLOTS][JQ_API_1_5] = {
-		"DELETE FROM @S@.queue_key_slots WHERE queue = $1 AND concurrency_key = $2",
+		JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_key_slots WHERE queue = $1 AND concurrency_key = $2",
 		2, {TEXTOID, TEXTOID}
 	},
-	/* The next $3 jobs waiting for a slot of the key, in the order they get one. */
-	[PLAN_KEY_NEXT_WAITING][JQ_API_1_5] = {
-		JQ_INDEX_PLAN_MARK "SELECT id FROM @S@.queue_jobs"
-		" WHERE flow = 'key' AND queue = $1 AND concurrency_key = $2"
-		" ORDER BY priority DESC, parked_run_at, id LIMIT $3 FOR UPDATE",
-		3, {TEXTOID, TEXTOID, INT4OID}
+	/*
+	 * The next $3 jobs waiting for a slot of the key, in the order they get
+	 * one, take a slot and may run at their own run-at ($4: now).  Run after
+	 * the key's row is locked, by a statement of its own: its snapshot then
+	 * sees every job that waits for the key, and no other session admits
+	 * them meanwhile (so the UPDATE needs no re-check of flow, which would
+	 * let the waiting index serve it instead of the primary keys).
+	 */
+	[PLAN_KEY_ADMIT_WAITING][JQ_API_1_5] = {
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
+		" SET flow = 'slot', available_at = parked_run_at, ready = parked_run_at <= $4,"
+		"     parked_run_at = NULL"
+		" WHERE id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
+		"   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
+		"   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3 FOR UPDATE))"
+		" RETURNING queue, priority, available_at, id, ready",
+		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
 	/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
 	[PLAN_KEYS_WAITING][JQ_API_1_5] = {
-		"SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
+		JQ_INDEX_PLAN_MARK "SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
 		" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)",
 		2, {TEXTOID, TEXTOID}
 	},
@@ -1040,7 +1058,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * took a slot of its key), at its own run-at.
 	 */
 	[PLAN_FLOW_LET_GO][JQ_API_1_5] = {
-		"UPDATE @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
 		" SET flow = $3, available_at = parked_run_at, ready = parked_run_at <= $2,"
 		"     parked_run_at = NULL"
 		" WHERE id = $1 AND flow IN ('key', 'parents')"
@@ -1049,16 +1067,16 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* A job whose parents are done, now waiting for a slot of its key. */
 	[PLAN_FLOW_WAIT_FOR_KEY][JQ_API_1_5] = {
-		"UPDATE @S@.queue_jobs SET flow = 'key' WHERE id = $1 AND flow = 'parents'",
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs SET flow = 'key' WHERE id = $1 AND " FLOW_IS("'parents'"),
 		1, {INT8OID}
 	},
 	[PLAN_JOB_IS_FAILED][JQ_API_1_5] = {
-		"SELECT 1 FROM @S@.queue_failed_jobs WHERE id = $1",
+		JQ_HOT_PATH_MARK "SELECT 1 FROM @S@.queue_failed_jobs WHERE id = $1",
 		1, {INT8OID}
 	},
 	/* A job with a concurrency key gone to the failed table keeps its key there. */
 	[PLAN_FAILED_SET_KEY][JQ_API_1_5] = {
-		"UPDATE @S@.queue_failed_jobs SET concurrency_key = $2 WHERE id = $1",
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_failed_jobs SET concurrency_key = $2 WHERE id = $1",
 		2, {INT8OID, TEXTOID}
 	},
 
@@ -1068,21 +1086,23 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * each waits for one parent less.
 	 */
 	[PLAN_CHILDREN_DONE][JQ_API_1_5] = {
-		"WITH done AS ("
+		JQ_HOT_PATH_MARK "WITH done AS ("
 		"  DELETE FROM @S@.queue_job_parents WHERE parent = $1 AND (NOT $2 OR run_anyway)"
 		"  RETURNING child"
 		")"
-		" UPDATE @S@.queue_jobs j SET waiting_parents = j.waiting_parents - 1 FROM done"
-		" WHERE j.id = done.child AND j.flow = 'parents'"
+		" UPDATE @S@.queue_jobs j SET waiting_parents = j.waiting_parents - 1"
+		" WHERE j.id = ANY (ARRAY(SELECT child FROM done)) AND " FLOW_IS("'parents'")
 		" RETURNING j.id, j.waiting_parents, j.concurrency_key, j.queue",
 		2, {INT8OID, BOOLOID}
 	},
 	/* The children of a failed or cancelled parent ($1) follow it, with error $2 at $3. */
 	[PLAN_CHILDREN_FOLLOW][JQ_API_1_5] = {
-		"WITH moved AS ("
-		"  DELETE FROM @S@.queue_jobs j USING @S@.queue_job_parents d"
-		"  WHERE d.parent = $1 AND NOT d.run_anyway AND j.id = d.child AND j.flow = 'parents'"
-		"  RETURNING j.*"
+		JQ_HOT_PATH_MARK "WITH moved AS ("
+		"  DELETE FROM @S@.queue_jobs"
+		"  WHERE id = ANY (ARRAY(SELECT d.child FROM @S@.queue_job_parents d"
+		"                        WHERE d.parent = $1 AND NOT d.run_anyway))"
+		"   AND " FLOW_IS("'parents'")
+		"  RETURNING *"
 		")"
 		" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ", concurrency_key)"
 		" SELECT id, id, queue, name, payload, priority, attempts, max_attempts, $2, $3,"
@@ -1091,21 +1111,30 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		3, {INT8OID, TEXTOID, TIMESTAMPTZOID}
 	},
 	[PLAN_PARENT_FORGET][JQ_API_1_5] = {
-		"DELETE FROM @S@.queue_job_parents WHERE parent = $1",
+		JQ_INDEX_PLAN_MARK "DELETE FROM @S@.queue_job_parents WHERE parent = $1",
 		1, {INT8OID}
 	},
-	/* The parents of a new child that are live jobs, marked (and locked) as parents. */
+	/*
+	 * The parents of a new child that are live jobs, locked against their
+	 * deletion (not against claims) until the child's push commits; then
+	 * those not marked yet marked (an UPDATE per child would give one
+	 * parent a row version per child).
+	 */
+	[PLAN_PARENTS_LOCK][JQ_API_1_5] = {
+		JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs WHERE id = ANY ($1) FOR KEY SHARE",
+		1, {INT8ARRAYOID}
+	},
 	[PLAN_PARENTS_MARK][JQ_API_1_5] = {
-		"UPDATE @S@.queue_jobs SET has_children = true WHERE id = ANY ($1) RETURNING id",
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs SET has_children = true WHERE id = ANY ($1) AND NOT has_children",
 		1, {INT8ARRAYOID}
 	},
 	[PLAN_PARENTS_FAILED][JQ_API_1_5] = {
-		"SELECT id FROM @S@.queue_failed_jobs WHERE id = ANY ($1) FOR SHARE",
+		JQ_INDEX_PLAN_MARK "SELECT id FROM @S@.queue_failed_jobs WHERE id = ANY ($1) FOR SHARE",
 		1, {INT8ARRAYOID}
 	},
 	/* A child ($1..$9 as a push's, $10 the parents it waits for), held back. */
 	[PLAN_PUSH_CHILD][JQ_API_1_5] = {
-		"INSERT INTO @S@.queue_jobs"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 		" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
 		"  deadline, concurrency_key, flow, parked_run_at, waiting_parents)"
 		" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, " HELD_BACK_AT ","
@@ -1115,7 +1144,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 			TEXTOID, TIMESTAMPTZOID, INT4OID}
 	},
 	[PLAN_ADD_PARENTS][JQ_API_1_5] = {
-		"INSERT INTO @S@.queue_job_parents (parent, child, run_anyway)"
+		JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_job_parents (parent, child, run_anyway)"
 		" SELECT p, $1, $3 FROM pg_catalog.unnest($2) p",
 		3, {INT8OID, INT8ARRAYOID, BOOLOID}
 	},
@@ -1127,7 +1156,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * with the new run-at kept for when it may run.
 	 */
 	[PLAN_REPLACE_PENDING][JQ_API_1_5] = {
-		"UPDATE @S@.queue_jobs_long"
+		JQ_INDEX_PLAN_MARK "UPDATE @S@.queue_jobs_long"
 		" SET payload = $2, priority = $3, max_attempts = $4, deadline = $5,"
 		"     available_at = CASE WHEN flow IN ('key', 'parents') THEN available_at ELSE $6 END,"
 		"     parked_run_at = CASE WHEN flow IN ('key', 'parents') THEN $6 END,"
@@ -1139,24 +1168,24 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* The concurrency limits. */
 	[PLAN_KEY_LIMIT_SET][JQ_API_1_5] = {
-		"INSERT INTO @S@.queue_key_limits AS l (queue, key_prefix, max_running, updated_at)"
+		JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_key_limits AS l (queue, key_prefix, max_running, updated_at)"
 		" VALUES ($1, $2, $3, $4)"
 		" ON CONFLICT (queue, key_prefix) DO UPDATE"
 		" SET max_running = excluded.max_running, updated_at = excluded.updated_at",
 		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
 	[PLAN_KEY_LIMIT_REMOVE][JQ_API_1_5] = {
-		"DELETE FROM @S@.queue_key_limits WHERE queue = $1 AND key_prefix = $2",
+		JQ_INDEX_PLAN_MARK "DELETE FROM @S@.queue_key_limits WHERE queue = $1 AND key_prefix = $2",
 		2, {TEXTOID, TEXTOID}
 	},
 	[PLAN_KEY_LIMIT_LIST][JQ_API_1_5] = {
-		"SELECT queue, key_prefix, max_running FROM @S@.queue_key_limits"
+		JQ_INDEX_PLAN_MARK "SELECT queue, key_prefix, max_running FROM @S@.queue_key_limits"
 		" ORDER BY queue, key_prefix",
 		0, {0}
 	},
 	/* The keys in use (of queue $1, or all): limit, slots taken, jobs waiting. */
 	[PLAN_KEYS_IN_USE][JQ_API_1_5] = {
-		"WITH waiting AS ("
+		JQ_INDEX_PLAN_MARK "WITH waiting AS ("
 		"  SELECT queue, concurrency_key, pg_catalog.count(*) AS jobs FROM @S@.queue_jobs"
 		"  WHERE flow = 'key' AND ($1::pg_catalog.text IS NULL OR queue = $1)"
 		"  GROUP BY queue, concurrency_key"
@@ -1177,7 +1206,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	},
 	/* Per queue (of $1, or all), the jobs held back by flow control. */
 	[PLAN_BLOCKED][JQ_API_1_5] = {
-		"SELECT queue, pg_catalog.count(*) FILTER (WHERE flow = 'key'),"
+		JQ_INDEX_PLAN_MARK "SELECT queue, pg_catalog.count(*) FILTER (WHERE flow = 'key'),"
 		"  pg_catalog.count(*) FILTER (WHERE flow = 'parents')"
 		" FROM @S@.queue_jobs"
 		" WHERE flow IN ('key', 'parents') AND ($1::pg_catalog.text IS NULL OR queue = $1)"
@@ -1187,36 +1216,36 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 
 	/* Rate limits (ratelimit.c). */
 	[PLAN_RATE_SET][JQ_API_1_5] = {
-		"INSERT INTO @S@.queue_settings AS s (queue, rate_max, rate_per, rate_tat, updated_at)"
+		JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_settings AS s (queue, rate_max, rate_per, rate_tat, updated_at)"
 		" VALUES ($1, $2, $3, NULL, $4)"
 		" ON CONFLICT (queue) DO UPDATE SET rate_max = excluded.rate_max,"
 		"  rate_per = excluded.rate_per, rate_tat = NULL, updated_at = excluded.updated_at",
 		4, {TEXTOID, INT4OID, INTERVALOID, TIMESTAMPTZOID}
 	},
 	[PLAN_RATE_REMOVE][JQ_API_1_5] = {
-		"UPDATE @S@.queue_settings SET rate_max = NULL, rate_per = NULL, rate_tat = NULL,"
+		JQ_INDEX_PLAN_MARK "UPDATE @S@.queue_settings SET rate_max = NULL, rate_per = NULL, rate_tat = NULL,"
 		"  updated_at = $2"
 		" WHERE queue = $1 AND rate_max IS NOT NULL",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 	[PLAN_RATE_LIST][JQ_API_1_5] = {
-		"SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+		JQ_INDEX_PLAN_MARK "SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
 		" WHERE rate_max IS NOT NULL ORDER BY queue",
 		0, {0}
 	},
 	[PLAN_RATE_READ][JQ_API_1_5] = {
-		"SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+		JQ_INDEX_PLAN_MARK "SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
 		" WHERE queue = $1 AND rate_max IS NOT NULL",
 		1, {TEXTOID}
 	},
 	/* The claims of a rate-limited queue take their turns on its settings row. */
 	[PLAN_RATE_LOCK][JQ_API_1_5] = {
-		"SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+		JQ_HOT_PATH_MARK "SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
 		" WHERE queue = $1 AND rate_max IS NOT NULL FOR NO KEY UPDATE",
 		1, {TEXTOID}
 	},
 	[PLAN_RATE_STORE][JQ_API_1_5] = {
-		"UPDATE @S@.queue_settings SET rate_tat = $2 WHERE queue = $1",
+		JQ_HOT_PATH_MARK "UPDATE @S@.queue_settings SET rate_tat = $2 WHERE queue = $1",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 };
@@ -1283,7 +1312,7 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_KEY_LOCK_SLOTS] = "key_lock_slots",
 	[PLAN_KEY_SET_RUNNING] = "key_set_running",
 	[PLAN_KEY_DROP_SLOTS] = "key_drop_slots",
-	[PLAN_KEY_NEXT_WAITING] = "key_next_waiting",
+	[PLAN_KEY_ADMIT_WAITING] = "key_admit_waiting",
 	[PLAN_KEYS_WAITING] = "keys_waiting",
 	[PLAN_FLOW_LET_GO] = "flow_let_go",
 	[PLAN_FLOW_WAIT_FOR_KEY] = "flow_wait_for_key",
@@ -1292,6 +1321,7 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_CHILDREN_DONE] = "children_done",
 	[PLAN_CHILDREN_FOLLOW] = "children_follow",
 	[PLAN_PARENT_FORGET] = "parent_forget",
+	[PLAN_PARENTS_LOCK] = "parents_lock",
 	[PLAN_PARENTS_MARK] = "parents_mark",
 	[PLAN_PARENTS_FAILED] = "parents_failed",
 	[PLAN_PUSH_CHILD] = "push_child",

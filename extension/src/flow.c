@@ -123,16 +123,18 @@ LetJobGo(const JqCall *call, int64 id, const char *flow)
 	position.priority = SpiInt32(0, 2);
 	position.available_at = SpiTimestampTz(0, 3);
 	position.id = id;
-	NoteJobMayRun(call, queue, &position, SpiBool(0, 5));
+	NoteJobMayRun(call, queue, &position, SpiBool(0, 5), SpiBool(0, 6));
 }
 
 /*
  * A job of queue may run from position's moment (ready: now): claims that
- * start their search after it must find it, waiting claims and listeners
+ * start their search after it must find it, waiting claims and (if the
+ * queue wants wake-ups, as the statement that let it go read) listeners
  * learn of it when it is due.
  */
 void
-NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bool ready)
+NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bool ready,
+			  bool wants_wakeups)
 {
 	if (!ready)
 	{
@@ -141,14 +143,15 @@ NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bo
 	}
 	NoteClaimable(queue, position);
 	MarkJobsDue();
-	if (QueueWantsWakeups(call, queue))
+	if (wants_wakeups)
 		WakeQueue(queue);
 }
 
 /* The columns PLAN_KEY_ADMIT_WAITING returns. */
 enum
 {
-	ADMITTED_QUEUE = 1, ADMITTED_PRIORITY, ADMITTED_AVAILABLE_AT, ADMITTED_ID, ADMITTED_READY
+	ADMITTED_QUEUE = 1, ADMITTED_PRIORITY, ADMITTED_AVAILABLE_AT, ADMITTED_ID, ADMITTED_READY,
+	ADMITTED_WANTS_WAKEUPS
 };
 
 /*
@@ -195,7 +198,8 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 			NoteJobMayRun(call,
 						  DatumGetTextPCopy(SPI_getbinval(tuple, desc, ADMITTED_QUEUE, &isnull)),
 						  &position,
-						  DatumGetBool(SPI_getbinval(tuple, desc, ADMITTED_READY, &isnull)));
+						  DatumGetBool(SPI_getbinval(tuple, desc, ADMITTED_READY, &isnull)),
+						  DatumGetBool(SPI_getbinval(tuple, desc, ADMITTED_WANTS_WAKEUPS, &isnull)));
 			running++;
 		}
 		SPI_freetuptable(admitted);

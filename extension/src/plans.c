@@ -97,8 +97,9 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 	" FROM @J@ GROUP BY queue"
 
 /* True unless the queue's settings turn wake-ups off; $1 is the queue. */
-#define WANTS_WAKEUPS \
-	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $1 AND NOT s.notify)"
+#define WANTS_WAKEUPS WANTS_WAKEUPS_OF("$1")
+#define WANTS_WAKEUPS_OF(queue) \
+	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = " queue " AND NOT s.notify)"
 
 /* The lease of a claim: the given one ($4), else the queue's ($2) default, else the contract's. */
 #define CLAIM_LEASE \
@@ -1034,8 +1035,9 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * one, take a slot and may run at their own run-at ($4: now).  Run after
 	 * the key's row is locked, by a statement of its own: its snapshot then
 	 * sees every job that waits for the key, and no other session admits
-	 * them meanwhile (so the UPDATE needs no re-check of flow, which would
-	 * let the waiting index serve it instead of the primary keys).
+	 * them meanwhile: so the search locks nothing, and the UPDATE needs no
+	 * re-check of flow (which would let the waiting index serve it instead
+	 * of the primary keys); a job cancelled meanwhile is just not admitted.
 	 */
 	[PLAN_KEY_ADMIT_WAITING][JQ_API_1_5] = {
 		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
@@ -1043,8 +1045,8 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"     parked_run_at = NULL"
 		" WHERE id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
 		"   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
-		"   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3 FOR UPDATE))"
-		" RETURNING queue, priority, available_at, id, ready",
+		"   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"
+		" RETURNING queue, priority, available_at, id, ready, " WANTS_WAKEUPS,
 		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
 	/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
@@ -1062,7 +1064,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" SET flow = $3, available_at = parked_run_at, ready = parked_run_at <= $2,"
 		"     parked_run_at = NULL"
 		" WHERE id = $1 AND flow IN ('key', 'parents')"
-		" RETURNING queue, priority, available_at, id, ready",
+		" RETURNING queue, priority, available_at, id, ready, " WANTS_WAKEUPS_OF("queue_jobs.queue"),
 		3, {INT8OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/* A job whose parents are done, now waiting for a slot of its key. */
@@ -1162,7 +1164,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		"     parked_run_at = CASE WHEN flow IN ('key', 'parents') THEN $6 END,"
 		"     ready = CASE WHEN flow IN ('key', 'parents') THEN false ELSE $6 <= $7 END"
 		" WHERE id = $1 AND token IS NULL"
-		" RETURNING queue, priority, available_at, ready",
+		" RETURNING queue, priority, available_at, ready, " WANTS_WAKEUPS_OF("queue_jobs_long.queue"),
 		7, {INT8OID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 

@@ -60,7 +60,8 @@ NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id)
 /* The columns PLAN_REPLACE_PENDING returns. */
 enum
 {
-	REPLACED_QUEUE = 1, REPLACED_PRIORITY, REPLACED_AVAILABLE_AT, REPLACED_READY
+	REPLACED_QUEUE = 1, REPLACED_PRIORITY, REPLACED_AVAILABLE_AT, REPLACED_READY,
+	REPLACED_WANTS_WAKEUPS
 };
 
 /*
@@ -87,7 +88,8 @@ ReplacePending(const JqCall *call, const JobSpec *job, int64 id)
 	position.priority = SpiInt32(0, REPLACED_PRIORITY);
 	position.available_at = SpiTimestampTz(0, REPLACED_AVAILABLE_AT);
 	position.id = id;
-	NoteJobMayRun(call, SpiTextCopy(0, REPLACED_QUEUE), &position, SpiBool(0, REPLACED_READY));
+	NoteJobMayRun(call, SpiTextCopy(0, REPLACED_QUEUE), &position, SpiBool(0, REPLACED_READY),
+				  SpiBool(0, REPLACED_WANTS_WAKEUPS));
 }
 
 /* The columns the push plans return: the id and (since 1.1) wants_wakeups. */

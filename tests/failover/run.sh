@@ -27,26 +27,8 @@ unset PGHOST PGPORT PGDATABASE PGUSER JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG
 export JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/15/bin}
 export JOBQUEUE_BIN=${JOBQUEUE_BIN:-$PWD/build/client/cli/jobqueue}
 
-JQ_FAILOVER_DIR=$(mktemp -d /tmp/jq-fo.XXXXXX) || exit 1
-export JQ_FAILOVER_DIR
-[[ $(id -u) -eq 0 ]] && chown postgres: "$JQ_FAILOVER_DIR"
-
-as_postgres() {
-    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
-}
-
-cleanup() {
-    local pid_file
-    for pid_file in "$JQ_FAILOVER_DIR"/*/*/data/postmaster.pid; do
-        [[ -f $pid_file ]] || continue
-        as_postgres "$JQ_PGBIN/pg_ctl" -D "$(dirname "$pid_file")" -m immediate -w -s stop 2> /dev/null || true
-    done
-    if [[ -z ${JQ_FAILOVER_KEEP:-} ]]; then
-        rm -rf -- "$JQ_FAILOVER_DIR"
-    else
-        echo "kept $JQ_FAILOVER_DIR"
-    fi
-}
+source tests/lib/server_dir.bash
+jq_server_dir jq-fo
 # A signal (scripts/test.sh's timeout) ends the running part at once: it is
 # run in the background and waited for, so the trap is not held up by it, and
 # told to stop (it stops its servers itself; cleanup catches the rest).
@@ -60,7 +42,6 @@ on_signal() {
     fi
     exit 143
 }
-trap cleanup EXIT
 trap on_signal TERM INT HUP
 
 passed=0

@@ -18,28 +18,8 @@ export JOBQUEUE_BIN=${JOBQUEUE_BIN:-$PWD/build/client/cli/jobqueue}
 export JQ_FAILOVER_PORTS=${JQ_SHARDS_PORTS:-56100-56199}
 [[ -n ${JQ_SHARDS_KEEP:-} ]] && export JQ_FAILOVER_KEEP=1
 
-JQ_FAILOVER_DIR=$(mktemp -d /tmp/jq-sh.XXXXXX) || exit 1
-export JQ_FAILOVER_DIR
-[[ $(id -u) -eq 0 ]] && chown postgres: "$JQ_FAILOVER_DIR"
-
-as_postgres() {
-    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
-}
-
-# whatever a killed run left running here is stopped
-cleanup() {
-    local pid_file
-    for pid_file in "$JQ_FAILOVER_DIR"/*/*/data/postmaster.pid; do
-        [[ -f $pid_file ]] || continue
-        as_postgres "$JQ_PGBIN/pg_ctl" -D "$(dirname "$pid_file")" -m immediate -w -s stop 2> /dev/null || true
-    done
-    if [[ -z ${JQ_SHARDS_KEEP:-} ]]; then
-        rm -rf -- "$JQ_FAILOVER_DIR"
-    else
-        echo "kept $JQ_FAILOVER_DIR"
-    fi
-}
-trap cleanup EXIT
+source tests/lib/server_dir.bash
+jq_server_dir jq-sh
 
 passed=0
 failed=0

@@ -5,8 +5,8 @@
  *
  * Only when the library is in shared_preload_libraries and
  * jobqueue.tick_database names a database: the worker connects to it and,
- * every jobqueue.tick_interval, runs the extension's queue_tick() in a
- * transaction of its own.  A database without the extension (or with a
+ * at every multiple of jobqueue.tick_interval on the clock, runs the
+ * extension's queue_tick() in a transaction of its own.  A database without the extension (or with a
  * version before 1.2) is simply checked again next time.  Without preload
  * nothing here runs; workers or pg_cron call queue_tick() instead.
  *
@@ -76,6 +76,37 @@ TickOnce(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+/*
+ * The next tick is at the next multiple of tick_interval on the clock (a
+ * few milliseconds into it, so a window starting on that second has begun),
+ * not tick_interval after the last tick ended: a tick's own time must not
+ * add up, or a schedule without catch_up, whose tick enqueues the latest
+ * window only, would skip a window each time the ticks drift past one.
+ */
+#define TICK_AFTER_BOUNDARY_US 5000
+
+static void
+WaitForNextTick(void)
+{
+	int64		interval = (int64) tick_interval_ms * 1000;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz next = (now / interval + 1) * interval + TICK_AFTER_BOUNDARY_US;
+
+	while ((now = GetCurrentTimestamp()) < next)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 (long) ((next - now + 999) / 1000), PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			return;				/* a new interval: tick now, then on its boundaries */
+		}
+	}
+}
+
 void
 jobqueue_ticker_main(Datum main_arg)
 {
@@ -87,15 +118,7 @@ jobqueue_ticker_main(Datum main_arg)
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 tick_interval_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		WaitForNextTick();
 		TickOnce();
 	}
 }

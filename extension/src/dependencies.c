@@ -122,6 +122,6 @@ InsertChild(const JqCall *call, const JobSpec *job)
 	if (failed_count > 0 && !job->run_if_parent_fails)
 		ChildrenFollowParent(call, failed[0], false);
 	else if (waiting == 0)
-		ReleaseHeldBackJob(call, id, job->queue, job->concurrency_key);
+		ReleaseChild(call, id, job->queue, job->concurrency_key);
 	return id;
 }

@@ -136,7 +136,7 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 			/* a job with a concurrency key came back held back: a slot, or a wait */
 			if (!no_key)
 			{
-				ReleaseHeldBackJob(&retry_call, id, queue, DatumGetTextPCopy(key));
+				(void) AdmitToFreeSlot(&retry_call, id, queue, DatumGetTextPCopy(key));
 				continue;
 			}
 			queues = AddWakeQueue(queues, queue);

@@ -14,7 +14,7 @@
  * 'slot') at a time, and only a job holding one can be claimed, so a key
  * never has more live leases than its limit.  A job with a key enters
  * queue_jobs held back (a push, a retry) and takes a slot at once if one
- * is free (ReleaseHeldBackJob), else waits; it keeps the slot through
+ * is free (AdmitToFreeSlot), else waits; it keeps the slot through
  * claims, releases, retries and expired leases, and gives it up when it
  * leaves queue_jobs (completed, failed, cancelled: the AFTER DELETE
  * trigger), handing it to the key's next waiting job in the same
@@ -104,26 +104,51 @@ TakeKeySlot(const JqCall *call, text *queue, text *key)
 	return SPI_processed == 1;
 }
 
+/* The columns of the statements that let held-back jobs go (LET_GO_SQL in plans.c). */
+typedef enum LetGoColumn
+{
+	LET_GO_QUEUE = 1, LET_GO_PRIORITY, LET_GO_AVAILABLE_AT, LET_GO_ID, LET_GO_READY,
+	LET_GO_WANTS_WAKEUPS
+} LetGoColumn;
+
+/* Note every job the last statement let go (NoteJobMayRun); returns how many. */
+static int
+NoteJobsLetGo(const JqCall *call)
+{
+	SPITupleTable *let_go = SpiTakeResult();
+	int			count = (int) let_go->numvals;
+
+	for (int row = 0; row < count; row++)
+	{
+		HeapTuple	tuple = let_go->vals[row];
+		TupleDesc	desc = let_go->tupdesc;
+		bool		isnull;
+		ClaimPosition position;
+
+		position.priority = DatumGetInt32(SPI_getbinval(tuple, desc, LET_GO_PRIORITY, &isnull));
+		position.available_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, LET_GO_AVAILABLE_AT,
+																  &isnull));
+		position.id = DatumGetInt64(SPI_getbinval(tuple, desc, LET_GO_ID, &isnull));
+		NoteJobMayRun(call, DatumGetTextPCopy(SPI_getbinval(tuple, desc, LET_GO_QUEUE, &isnull)),
+					  &position, DatumGetBool(SPI_getbinval(tuple, desc, LET_GO_READY, &isnull)),
+					  DatumGetBool(SPI_getbinval(tuple, desc, LET_GO_WANTS_WAKEUPS, &isnull)));
+	}
+	SPI_freetuptable(let_go);
+	return count;
+}
+
 /* A held-back job (id) may run, as flow (NULL, or "slot"), at its own run-at. */
 static void
 LetJobGo(const JqCall *call, int64 id, const char *flow)
 {
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', flow == NULL ? 'n' : ' '};
-	ClaimPosition position;
-	text	   *queue;
 
 	args[0] = Int64GetDatum(id);
 	args[1] = TimestampTzGetDatum(call->now);
 	args[2] = flow == NULL ? (Datum) 0 : CStringGetTextDatum(flow);
 	QueueExecute(call, PLAN_FLOW_LET_GO, args, nulls, SPI_OK_UPDATE_RETURNING);
-	if (SPI_processed != 1)
-		return;					/* not held back any more */
-	queue = SpiTextCopy(0, 1);
-	position.priority = SpiInt32(0, 2);
-	position.available_at = SpiTimestampTz(0, 3);
-	position.id = id;
-	NoteJobMayRun(call, queue, &position, SpiBool(0, 5), SpiBool(0, 6));
+	NoteJobsLetGo(call);		/* none if it is not held back any more */
 }
 
 /*
@@ -146,13 +171,6 @@ NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bo
 	if (wants_wakeups)
 		WakeQueue(queue);
 }
-
-/* The columns PLAN_KEY_ADMIT_WAITING returns. */
-enum
-{
-	ADMITTED_QUEUE = 1, ADMITTED_PRIORITY, ADMITTED_AVAILABLE_AT, ADMITTED_ID, ADMITTED_READY,
-	ADMITTED_WANTS_WAKEUPS
-};
 
 /*
  * The slots of a key after "given_up" of them were given up: hand free
@@ -178,31 +196,10 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 	limit = SpiInt32(0, 2);
 	if (running < limit)
 	{
-		SPITupleTable *admitted;
-
 		args[2] = Int32GetDatum(limit - running);
 		args[3] = TimestampTzGetDatum(call->now);
 		QueueExecute(call, PLAN_KEY_ADMIT_WAITING, args, NULL, SPI_OK_UPDATE_RETURNING);
-		admitted = SpiTakeResult();
-		for (uint64 row = 0; row < admitted->numvals; row++)
-		{
-			HeapTuple	tuple = admitted->vals[row];
-			TupleDesc	desc = admitted->tupdesc;
-			bool		isnull;
-			ClaimPosition position;
-
-			position.priority = DatumGetInt32(SPI_getbinval(tuple, desc, ADMITTED_PRIORITY, &isnull));
-			position.available_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc,
-																	  ADMITTED_AVAILABLE_AT, &isnull));
-			position.id = DatumGetInt64(SPI_getbinval(tuple, desc, ADMITTED_ID, &isnull));
-			NoteJobMayRun(call,
-						  DatumGetTextPCopy(SPI_getbinval(tuple, desc, ADMITTED_QUEUE, &isnull)),
-						  &position,
-						  DatumGetBool(SPI_getbinval(tuple, desc, ADMITTED_READY, &isnull)),
-						  DatumGetBool(SPI_getbinval(tuple, desc, ADMITTED_WANTS_WAKEUPS, &isnull)));
-			running++;
-		}
-		SPI_freetuptable(admitted);
+		running += NoteJobsLetGo(call);
 	}
 	args[2] = Int32GetDatum(running);
 	if (running == 0)
@@ -212,20 +209,30 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 }
 
 /*
- * A held-back job that waits for nothing more (its parents are done, or
- * it was just pushed or retried with a concurrency key): it runs, or with
- * a key whose slots are taken, waits for a slot.
+ * A job held back for a slot of its key (just pushed or retried) takes one
+ * if one is free and may run; returns whether it did.
+ */
+bool
+AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key)
+{
+	if (!TakeKeySlot(call, queue, key))
+		return false;
+	LetJobGo(call, id, "slot");
+	return true;
+}
+
+/*
+ * A child whose parents are all done: it runs, or with a key whose slots
+ * are taken, waits for a slot.
  */
 void
-ReleaseHeldBackJob(const JqCall *call, int64 id, text *queue, text *key)
+ReleaseChild(const JqCall *call, int64 id, text *queue, text *key)
 {
 	Datum		args[1] = {Int64GetDatum(id)};
 
 	if (key == NULL)
 		LetJobGo(call, id, NULL);
-	else if (TakeKeySlot(call, queue, key))
-		LetJobGo(call, id, "slot");
-	else
+	else if (!AdmitToFreeSlot(call, id, queue, key))
 		QueueExecute(call, PLAN_FLOW_WAIT_FOR_KEY, args, NULL, SPI_OK_UPDATE);
 }
 
@@ -261,7 +268,7 @@ ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed)
 		Datum		queue = SPI_getbinval(tuple, done->tupdesc, DONE_QUEUE, &isnull);
 
 		if (waiting == 0)
-			ReleaseHeldBackJob(call, id, DatumGetTextPP(queue), no_key ? NULL : DatumGetTextPP(key));
+			ReleaseChild(call, id, DatumGetTextPP(queue), no_key ? NULL : DatumGetTextPP(key));
 	}
 	SPI_freetuptable(done);
 }

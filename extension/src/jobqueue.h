@@ -432,7 +432,8 @@ extern void JobqueueDefineFlow(void);
 extern JobRemoval SetJobRemoval(JobRemoval removal);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
-extern void ReleaseHeldBackJob(const JqCall *call, int64 id, text *queue, text *key);
+extern bool AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
+extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
 extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,
 						  bool ready, bool wants_wakeups);
 extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);

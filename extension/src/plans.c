@@ -265,6 +265,17 @@ static const char *const job_table_names[NUM_JOB_TABLES] = {
 #define HELD_BACK_AT "'infinity'::pg_catalog.timestamptz"
 
 /*
+ * Held-back jobs (where) let go as flow, at their own run-at (ready if it
+ * is by now): what they return is what flow.c notes (LetGoColumn there).
+ */
+#define LET_GO_SQL(flow, now, where) \
+	JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs" \
+	" SET flow = " flow ", available_at = parked_run_at, ready = parked_run_at <= " now "," \
+	"     parked_run_at = NULL" \
+	" WHERE " where \
+	" RETURNING queue, priority, available_at, id, ready, " WANTS_WAKEUPS_OF("queue_jobs.queue")
+
+/*
  * A job's flow as a re-check of rows found by id, written so that the
  * partial indexes on flow (the jobs waiting for a key, for parents) cannot
  * serve the statement instead of the primary keys (as STILL_READY).
@@ -1040,13 +1051,10 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * of the primary keys); a job cancelled meanwhile is just not admitted.
 	 */
 	[PLAN_KEY_ADMIT_WAITING][JQ_API_1_5] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
-		" SET flow = 'slot', available_at = parked_run_at, ready = parked_run_at <= $4,"
-		"     parked_run_at = NULL"
-		" WHERE id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
-		"   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
-		"   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"
-		" RETURNING queue, priority, available_at, id, ready, " WANTS_WAKEUPS,
+		LET_GO_SQL("'slot'", "$4",
+				   "id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
+				   "   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
+				   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"),
 		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
 	/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
@@ -1060,11 +1068,7 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 	 * took a slot of its key), at its own run-at.
 	 */
 	[PLAN_FLOW_LET_GO][JQ_API_1_5] = {
-		JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs"
-		" SET flow = $3, available_at = parked_run_at, ready = parked_run_at <= $2,"
-		"     parked_run_at = NULL"
-		" WHERE id = $1 AND flow IN ('key', 'parents')"
-		" RETURNING queue, priority, available_at, id, ready, " WANTS_WAKEUPS_OF("queue_jobs.queue"),
+		LET_GO_SQL("$3", "$2", "id = $1 AND flow IN ('key', 'parents')"),
 		3, {INT8OID, TIMESTAMPTZOID, TEXTOID}
 	},
 	/* A job whose parents are done, now waiting for a slot of its key. */

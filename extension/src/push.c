@@ -155,7 +155,7 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 			CountJobs(job->queue, JOB_PUSHED, 1);
 			/* a job with a concurrency key came in held back: a slot, or a wait */
 			if (job->concurrency_key != NULL)
-				ReleaseHeldBackJob(call, id, job->queue, job->concurrency_key);
+				(void) AdmitToFreeSlot(call, id, job->queue, job->concurrency_key);
 			else
 				NoteJobSpecClaimable(call, job, id);
 			return id;

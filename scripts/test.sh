@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # The one test command, used locally and by CI:
 #
-#   bash scripts/test.sh [--long]
+#   bash scripts/test.sh [--long] [--only=SUITE[,SUITE...]]
 #
 # Builds the extension with warnings as errors, installs it, starts a
 # throwaway cluster and runs every suite against it.  The last line is
 # always "N passed, N failed" (counting suites); exit status is non-zero
 # if any suite failed or the build/setup did.
 #   --long   export JQ_LONG=1 so suites can run their long stress modes
+#   --only   run just the named suites (in the order of SUITES below)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export JQ_LONG=${JQ_LONG:-0}
+only=
 for arg in "$@"; do
     case $arg in
         --long) JQ_LONG=1 ;;
-        -h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        --only=*) only=,${arg#--only=}, ;;
+        -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "test.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -172,10 +175,16 @@ suite_shards() {
 }
 SUITES+=(shards)
 
-# ======== CLIENT / CLI SUITES GO HERE ========
-# Define suite_<name>() above and add the name here, e.g.
-#   SUITES+=(client cli)
-# =============================================
+if [[ -n $only ]]; then
+    chosen=()
+    for s in "${SUITES[@]}"; do
+        [[ $only == *",$s,"* ]] && chosen+=("$s")
+    done
+    for s in ${only//,/ }; do
+        [[ " ${SUITES[*]} " == *" $s "* ]] || { echo "test.sh: no suite named $s" >&2; exit 2; }
+    done
+    SUITES=("${chosen[@]}")
+fi
 
 # ---------------------------------------------------------------- main
 passed=0

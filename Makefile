@@ -22,38 +22,38 @@ DATA = extension/jobqueue.control \
 MODULE_big = jobqueue
 OBJS = \
 	extension/src/jobqueue.o \
-	extension/src/call.o \
-	extension/src/settings.o \
-	extension/src/plans.o \
-	extension/src/hotpath.o \
-	extension/src/results.o \
-	extension/src/shmem.o \
-	extension/src/args.o \
-	extension/src/errortext.o \
-	extension/src/push.o \
-	extension/src/reserve.o \
-	extension/src/complete.o \
-	extension/src/failed.o \
-	extension/src/reports.o \
-	extension/src/grants.o \
-	extension/src/wakeup.o \
-	extension/src/notifier.o \
-	extension/src/batch.o \
-	extension/src/admin.o \
-	extension/src/cron.o \
-	extension/src/schedules.o \
-	extension/src/ticker.o \
-	extension/src/waiting.o \
-	extension/src/duehint.o \
-	extension/src/claimpos.o \
-	extension/src/ring.o \
-	extension/src/counters.o \
-	extension/src/browse.o \
-	extension/src/flow.o \
-	extension/src/dependencies.o \
-	extension/src/concurrency.o \
-	extension/src/ratelimit.o \
-	extension/src/shard.o
+	extension/src/base/args.o \
+	extension/src/base/cron.o \
+	extension/src/base/errortext.o \
+	extension/src/base/settings.o \
+	extension/src/exec/call.o \
+	extension/src/exec/hotpath.o \
+	extension/src/exec/plans.o \
+	extension/src/exec/results.o \
+	extension/src/store/ring.o \
+	extension/src/runtime/claimpos.o \
+	extension/src/runtime/counters.o \
+	extension/src/runtime/duehint.o \
+	extension/src/runtime/notifier.o \
+	extension/src/runtime/shmem.o \
+	extension/src/runtime/ticker.o \
+	extension/src/runtime/waiting.o \
+	extension/src/runtime/wakeup.o \
+	extension/src/flow/concurrency.o \
+	extension/src/flow/dependencies.o \
+	extension/src/flow/flow.o \
+	extension/src/flow/ratelimit.o \
+	extension/src/api/admin.o \
+	extension/src/api/batch.o \
+	extension/src/api/browse.o \
+	extension/src/api/complete.o \
+	extension/src/api/failed.o \
+	extension/src/api/grants.o \
+	extension/src/api/push.o \
+	extension/src/api/reports.o \
+	extension/src/api/reserve.o \
+	extension/src/api/schedules.o \
+	extension/src/api/shard.o
 
 # Out-of-tree builds need the object directories in the build tree.
 ifdef VPATH
@@ -123,7 +123,7 @@ dist:
 	mv $(DIST_ZIP).tmp $(DIST_ZIP)
 
 # PGXS tracks no header dependencies: every object depends on the shared header.
-$(OBJS): extension/src/jobqueue.h extension/src/contract.h extension/src/cron.h
+$(OBJS): extension/src/jobqueue.h $(wildcard $(TOPDIR)extension/src/*/*.h)
 
 .PHONY: contract-check
 # The frozen SQL scripts state the contract's defaults; contract.h must agree.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check the SQL scripts' defaults against extension/src/contract.h.
+"""Check the SQL scripts' defaults against extension/src/base/contract.h.
 
 The install and upgrade scripts are frozen history: each states the
 contract's defaults in its function signatures and table columns.  The C
@@ -55,7 +55,7 @@ DEFAULT_RE = re.compile(
 
 
 def contract_values():
-    text = (ROOT / "extension/src/contract.h").read_text()
+    text = (ROOT / "extension/src/base/contract.h").read_text()
     values = {}
     for m in re.finditer(r'^#define\s+(JQ_DEFAULT_\w+)\s+("[^"]*"|-?\d+)', text, re.MULTILINE):
         values[m.group(1)] = m.group(2).strip('"')

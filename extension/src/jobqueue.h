@@ -57,7 +57,7 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "contract.h"
+#include "base/contract.h"
 
 /* Room for a queue name in shared memory: JQ_QUEUE_NAME_MAX characters. */
 #define JQ_QUEUE_NAME_BYTES (JQ_QUEUE_NAME_MAX * MAX_MULTIBYTE_CHAR_LEN + 1)

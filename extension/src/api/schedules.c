@@ -19,7 +19,7 @@
  */
 #include "jobqueue.h"
 
-#include "cron.h"
+#include "base/cron.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 

@@ -21,7 +21,7 @@
  *-------------------------------------------------------------------------
  */
 #include "jobqueue.h"
-#include "cron.h"
+#include "base/cron.h"
 
 #include <ctype.h>
 

@@ -52,6 +52,7 @@ OBJS = \
 	extension/src/api/push.o \
 	extension/src/api/reports.o \
 	extension/src/api/reserve.o \
+	extension/src/api/rotation.o \
 	extension/src/api/schedules.o \
 	extension/src/api/shard.o
 

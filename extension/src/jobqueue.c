@@ -24,6 +24,7 @@ _PG_init(void)
 	JobqueueInstallPlannerHook();
 	JobqueueDefineClaimPositions();
 	JobqueueDefineRing();
+	JobqueueDefineRotation();
 	JobqueueDefineNotifier(process_shared_preload_libraries_in_progress);
 	JobqueueDefineFlow();
 	if (process_shared_preload_libraries_in_progress)

@@ -268,8 +268,6 @@ extern Datum ReturnRowsOf(const JqCall *call, QueuePlanId id, Datum *values,
 						  const char *nulls);
 extern uint64 RunAlone(const JqCall *call, QueuePlanId id, Datum *values,
 					   const char *nulls, int expected);
-extern uint64 RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
-								 const char *nulls, int expected);
 extern int	CompareLeadingIds(const void *a, const void *b);
 
 /* args.c */
@@ -408,9 +406,10 @@ extern void NoteClaimed(const ClaimStart *start, const ClaimPosition *first,
 						const ClaimPosition *last);
 extern void NoteClaimable(text *queue, const ClaimPosition *position);
 
-/* ring.c: the storage ring's partitions, emptied by rotation */
+/* store/ring.c: where a job row lives, the storage ring's partitions */
+extern int	jobqueue_ring_period_seconds;
 extern void JobqueueDefineRing(void);
-extern void RotateRingIfDue(const JqCall *call);
+extern int	RingAt(TimestampTz time);
 extern JobTable RingJobTable(int ring);
 extern JobTable PushTable(const JqCall *call, Datum *ring);
 extern int	JobTablesToSearch(const JqCall *call, JobTable tables[3]);
@@ -419,6 +418,12 @@ extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
 extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
 								const char *nulls, int expected, JobTable *found);
+extern uint64 RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
+								 const char *nulls, int expected);
+
+/* api/rotation.c: the storage ring's rotation */
+extern void JobqueueDefineRotation(void);
+extern void RotateRingIfDue(const JqCall *call);
 
 /* flow.c: holding jobs back and letting them go (1.5) */
 typedef enum JobRemoval

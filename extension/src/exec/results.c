@@ -153,20 +153,6 @@ RunAlone(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls, i
 	return processed;
 }
 
-/* RunAlone for a statement that finds a job by id (ExecuteFindingJob). */
-uint64
-RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
-				   int expected)
-{
-	uint64		processed;
-	JobTable	found;
-
-	SPI_connect();
-	processed = ExecuteFindingJob(call, id, values, nulls, expected, &found);
-	SPI_finish();
-	return processed;
-}
-
 /*
  * Orders structs whose first member is an int64 id by that id (qsort and
  * bsearch of claimed or completed jobs).

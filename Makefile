@@ -124,9 +124,14 @@ dist:
 	mv $(DIST_ZIP).tmp $(DIST_ZIP)
 
 # PGXS tracks no header dependencies: every object depends on the shared header.
-$(OBJS): extension/src/jobqueue.h $(wildcard $(TOPDIR)extension/src/*/*.h)
+$(OBJS): $(wildcard $(TOPDIR)extension/src/*/*.h)
 
 .PHONY: contract-check
 # The frozen SQL scripts state the contract's defaults; contract.h must agree.
 contract-check:
 	@python3 $(srcdir)/scripts/check_contract.py $(srcdir)
+
+.PHONY: layer-check
+# The C source's layers (extension/src/README.md): no include goes up a layer.
+layer-check:
+	@python3 $(srcdir)/scripts/check_layers.py $(srcdir)

@@ -57,6 +57,7 @@ suite_regress() {
 suite_packaging() {
     make -s version-check PG_CONFIG="$PG_CONFIG"
     make -s contract-check PG_CONFIG="$PG_CONFIG"
+    make -s layer-check PG_CONFIG="$PG_CONFIG"
 }
 
 # The C++ client: unit tests, live tests of every call, worker tests

@@ -5,7 +5,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "miscadmin.h"
 #include "utils/guc.h"

@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "common/pg_prng.h"
 #include "utils/builtins.h"

@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "funcapi.h"
 #include "utils/builtins.h"

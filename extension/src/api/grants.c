@@ -13,7 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "catalog/namespace.h"
 #include "commands/extension.h"

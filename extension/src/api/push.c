@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"

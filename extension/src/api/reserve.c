@@ -15,7 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "access/xlog.h"
 
@@ -24,6 +24,33 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+
+/* Columns (1-based) of the rows a claim's UPDATE returns, a queue_job. */
+typedef enum ClaimedColumn
+{
+	CLAIMED_ID = 1,
+	CLAIMED_QUEUE,
+	CLAIMED_NAME,
+	CLAIMED_PAYLOAD,
+	CLAIMED_ATTEMPTS,
+	CLAIMED_MAX_ATTEMPTS,
+	CLAIMED_PRIORITY,
+	CLAIMED_TOKEN,
+	CLAIMED_RESERVED_UNTIL,
+	CLAIMED_CREATED_AT,
+	CLAIMED_LAST_ERROR,
+	CLAIMED_DEADLINE			/* since 1.1 */
+} ClaimedColumn;
+
+/* Columns of the claim candidates (PLAN_CLAIM_CANDIDATES and its _FROM, _BELOW). */
+typedef enum ClaimCandidateColumn
+{
+	CANDIDATE_ID = 1,
+	CANDIDATE_PRIORITY,
+	CANDIDATE_AVAILABLE_AT,
+	CANDIDATE_PARTITION,		/* since 1.3: its partition's relation id */
+	CANDIDATE_RATE_LIMITED		/* since 1.5: its queue has a rate limit */
+} ClaimCandidateColumn;
 
 PG_FUNCTION_INFO_V1(jobqueue_reserve);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_1);

@@ -28,7 +28,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
 #include "access/table.h"
 #include "access/xact.h"

@@ -17,9 +17,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "api/api.h"
 
-#include "base/cron.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 

@@ -15,7 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "base/base.h"
 
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"

@@ -20,8 +20,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
-#include "base/cron.h"
+#include "base/base.h"
 
 #include <ctype.h>
 

@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "base/base.h"
 
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"

@@ -9,7 +9,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "base/base.h"
 
 #include "utils/builtins.h"
 #include "utils/guc.h"

@@ -17,7 +17,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "exec/exec.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"

@@ -39,7 +39,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "exec/exec.h"
 
 #include "jit/jit.h"
 #include "optimizer/cost.h"

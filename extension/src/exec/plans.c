@@ -22,7 +22,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "exec/exec.h"
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"

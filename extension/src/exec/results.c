@@ -11,7 +11,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "exec/exec.h"
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"

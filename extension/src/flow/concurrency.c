@@ -13,7 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "flow/flow.h"
 
 #include "utils/builtins.h"
 

@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "flow/flow.h"
 
 #include "utils/builtins.h"
 

@@ -44,7 +44,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "flow/flow.h"
 
 #include "access/htup_details.h"
 #include "access/xact.h"

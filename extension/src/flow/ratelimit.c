@@ -19,7 +19,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "flow/flow.h"
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"

@@ -27,7 +27,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "access/xact.h"
 #include "common/hashfn.h"

@@ -30,7 +30,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "access/xact.h"
 #include "utils/memutils.h"

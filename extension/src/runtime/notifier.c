@@ -33,7 +33,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "access/xact.h"
 #include "commands/async.h"

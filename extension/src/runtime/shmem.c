@@ -13,7 +13,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "storage/ipc.h"
 #include "storage/lwlock.h"

@@ -12,7 +12,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "access/xact.h"
 #include "pgstat.h"

@@ -16,7 +16,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "access/xact.h"
 #include "pgstat.h"

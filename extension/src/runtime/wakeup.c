@@ -15,7 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "runtime/runtime.h"
 
 #include "commands/async.h"
 #include "utils/builtins.h"

@@ -29,7 +29,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "jobqueue.h"
+#include "store/store.h"
 
 #include "catalog/namespace.h"
 #include "funcapi.h"

@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * api/api.h
+ *	  The SQL entry points: what the functions of the SQL API call.
+ *
+ * push, batch, reserve, complete, failed, admin, reports, browse,
+ * schedules, grants, shard and the ring's rotation.  What one entry point
+ * shares with another is declared here.
+ *
+ * The layers and the rule between them: extension/src/README.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JOBQUEUE_API_H
+#define JOBQUEUE_API_H
+
+#include "flow/flow.h"
+
+extern void ClearJobSpecFlow(JobSpec *job);
+extern OnDuplicate ParseOnDuplicate(const char *value, const char *argname);
+extern bool ParseAfterFailed(const char *value, const char *argname);
+extern void SetJobSpecParents(JobSpec *job, int64 *ids, int count, const char *argname);
+extern void CheckJobSpecFlow(const JobSpec *job, TimestampTz now);
+extern bool JobSpecUsesFlow(const JobSpec *job);
+extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake);
+extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
+extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
+extern void NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id);
+
+
+/* complete.c: finishing one claimed job, shared with the batch calls */
+extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error);
+extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
+						   text *error, text **due_queue);
+extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
+
+
+/* api/rotation.c: the storage ring's rotation */
+extern void JobqueueDefineRotation(void);
+extern void RotateRingIfDue(const JqCall *call);
+
+#endif							/* JOBQUEUE_API_H */

@@ -1,0 +1,98 @@
+/*-------------------------------------------------------------------------
+ *
+ * runtime/runtime.h
+ *	  Backend and shared state: what a transaction tells the rest of the server.
+ *
+ * Shared memory (shmem.c), queue_reserve's wait (waiting.c), due hints
+ * (duehint.c), claim positions (claimpos.c), counters (counters.c),
+ * NOTIFY wake-ups (wakeup.c, notifier.c) and the background ticker
+ * (ticker.c).
+ *
+ * The layers and the rule between them: extension/src/README.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef JOBQUEUE_RUNTIME_H
+#define JOBQUEUE_RUNTIME_H
+
+#include "store/store.h"
+
+/* shmem.c: the shared memory segments of the concerns that keep state there */
+extern void RegisterSharedSegment(const char *name, Size size, void **pointer,
+								  void (*fill) (void *segment));
+
+/* counters.c: what happened to each queue's jobs, counted at commit (preload) */
+typedef enum JobEvent
+{
+	JOB_PUSHED,					/* inserted by a push or a schedule */
+	JOB_CLAIMED,				/* handed out by queue_reserve */
+	JOB_COMPLETED,				/* deleted by its worker (queue_delete*) */
+	JOB_RELEASED,				/* given back by queue_release* for another attempt */
+	JOB_RETRIED,				/* requeued from the failed table (queue_retry_failed) */
+	JOB_FAILED,					/* moved to the failed table, for any reason */
+	JOB_EXPIRED,				/* its lease ran out before its worker finished */
+	JOB_EVENT_KINDS
+} JobEvent;
+extern void JobqueueRequestCounters(void);
+extern void CountJobs(text *queue, JobEvent event, int64 jobs);
+extern void CountJobsOfRows(int column, JobEvent event);
+
+/* waiting.c: queue_reserve's wait, woken from shared memory when preloaded */
+extern void JobqueueRequestWaiting(void);
+extern void MarkJobsDue(void);
+extern void PrepareToWaitForJobs(void);
+extern void WaitForJobs(long timeout_ms);
+extern void DoneWaitingForJobs(void);
+extern pg_atomic_uint64 *SharedDueWritesCounter(void);
+
+/* duehint.c: skipping the due-probe of a claim when nothing can be due */
+extern void JobqueueDefineDueHint(void);
+extern void NoteJobDueAt(TimestampTz moment);
+extern bool DueProbeCanBeSkipped(ArrayType *queues, TimestampTz now);
+extern bool DueProbeCanBeRemembered(uint64 *generation);
+extern TimestampTz DueProbeHorizon(TimestampTz now);
+extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz now,
+							 TimestampTz until);
+
+/* claimpos.c: where a queue's claims start their search (with preload) */
+typedef struct ClaimPosition
+{
+	int32		priority;
+	TimestampTz available_at;
+	int64		id;
+} ClaimPosition;
+
+typedef struct ClaimStart
+{
+	int			slot;			/* -1: the queue has no position */
+	uint64		incarnation;	/* of the slot, when read */
+	uint64		generation;		/* of the queue's position when read */
+	bool		from_position;	/* search from "at"; else from the head */
+	ClaimPosition at;
+} ClaimStart;
+
+extern void JobqueueDefineClaimPositions(void);
+extern void JobqueueRequestClaimPositions(void);
+extern bool ClaimPositionsUsable(const JqCall *call);
+extern bool ClaimPositionBefore(const ClaimPosition *a, const ClaimPosition *b);
+extern void ReadClaimStart(text *queue, ClaimStart *start);
+extern void IncludeOwnMoves(ClaimStart *start);
+extern void NoteClaimed(const ClaimStart *start, const ClaimPosition *first,
+						const ClaimPosition *last);
+extern void NoteClaimable(text *queue, const ClaimPosition *position);
+
+/* ticker.c: the background ticker, with shared_preload_libraries */
+extern void JobqueueDefineTicker(bool preloading);
+
+/* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name */
+#define JQ_NOTIFY_CHANNEL "jobqueue"
+extern void WakeQueue(text *queue);
+
+/* notifier.c: coalesced NOTIFY, with shared_preload_libraries */
+extern void JobqueueDefineNotifier(bool preloading);
+extern void NotifyQueueListeners(const char *queue);
+extern bool QueueWantsWakeups(const JqCall *call, text *queue);
+extern List *AddWakeQueue(List *queues, text *queue);
+extern void WakeQueuesThatWantIt(const JqCall *call, List *queues);
+
+#endif							/* JOBQUEUE_RUNTIME_H */

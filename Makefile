@@ -28,13 +28,14 @@ OBJS = \
 	extension/src/base/settings.o \
 	extension/src/exec/call.o \
 	extension/src/exec/hotpath.o \
-	extension/src/exec/plans.o \
 	extension/src/exec/results.o \
+	extension/src/exec/statements.o \
 	extension/src/store/ring.o \
 	extension/src/runtime/claimpos.o \
 	extension/src/runtime/counters.o \
 	extension/src/runtime/duehint.o \
 	extension/src/runtime/notifier.o \
+	extension/src/runtime/runtime.o \
 	extension/src/runtime/shmem.o \
 	extension/src/runtime/ticker.o \
 	extension/src/runtime/waiting.o \
@@ -44,6 +45,7 @@ OBJS = \
 	extension/src/flow/flow.o \
 	extension/src/flow/ratelimit.o \
 	extension/src/api/admin.o \
+	extension/src/api/api.o \
 	extension/src/api/batch.o \
 	extension/src/api/browse.o \
 	extension/src/api/complete.o \

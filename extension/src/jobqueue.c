@@ -33,6 +33,8 @@ _PG_init(void)
 		JobqueueRequestClaimPositions();
 		JobqueueRequestCounters();
 	}
+	RuntimeInit();
+	ApiInit();
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */
 	MarkGUCPrefixReserved("jobqueue");
 }

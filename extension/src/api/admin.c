@@ -26,6 +26,74 @@ PG_FUNCTION_INFO_V1(jobqueue_set_notify);
 PG_FUNCTION_INFO_V1(jobqueue_list);
 
 /*
+ * The statements of admin.c, run by the statement engine (exec/statements.c);
+ * registered once (admin_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_CANCEL,
+	PLAN_CLEAR,
+	PLAN_SET_PAUSED,
+	PLAN_SET_DEFAULT_LEASE,
+	PLAN_SET_NOTIFY,
+	PLAN_LIST,
+	NUM_ADMIN_STATEMENTS
+};
+
+static JqStatement statements[NUM_ADMIN_STATEMENTS] = {
+	[PLAN_CANCEL] = {.name = "cancel", .text = {
+		/* A job held by a live claim is only cancelled with force ($2). */
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "DELETE FROM @J@"
+			" WHERE id = $1 AND ($2 OR ready OR token IS NULL OR available_at <= $3)",
+			3, {INT8OID, BOOLOID, TIMESTAMPTZOID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_CLEAR] = {.name = "clear", .text = {
+		[JQ_API_1_1] = {
+			"DELETE FROM @J@ WHERE queue = $1",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_SET_PAUSED] = {.name = "set_paused", .text = {
+		[JQ_API_1_1] = {
+			"INSERT INTO @S@.queue_settings AS s (queue, paused, updated_at) VALUES ($1, $2, $3)"
+			" ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
+			3, {TEXTOID, BOOLOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_SET_DEFAULT_LEASE] = {.name = "set_default_lease", .text = {
+		[JQ_API_1_1] = {
+			"INSERT INTO @S@.queue_settings AS s (queue, default_lease, updated_at) VALUES ($1, $2, $3)"
+			" ON CONFLICT (queue) DO UPDATE"
+			" SET default_lease = excluded.default_lease, updated_at = excluded.updated_at",
+			3, {TEXTOID, INTERVALOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_SET_NOTIFY] = {.name = "set_notify", .text = {
+		[JQ_API_1_1] = {
+			"INSERT INTO @S@.queue_settings AS s (queue, notify, updated_at) VALUES ($1, $2, $3)"
+			" ON CONFLICT (queue) DO UPDATE SET notify = excluded.notify, updated_at = excluded.updated_at",
+			3, {TEXTOID, BOOLOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_LIST] = {.name = "list", .text = {
+		[JQ_API_1_1] = {
+			"SELECT coalesce(c.queue, s.queue), coalesce(s.paused, false), s.default_lease,"
+			"  coalesce(s.notify, true), coalesce(c.pending, 0), coalesce(c.delayed, 0),"
+			"  coalesce(c.reserved, 0), coalesce(c.total, 0)"
+			" FROM (" BACKLOG_COUNTS ") c"
+			" FULL JOIN @S@.queue_settings s ON s.queue = c.queue"
+			" ORDER BY coalesce(c.queue, s.queue) COLLATE \"C\"",
+			1, {TIMESTAMPTZOID}
+		},
+	}},
+};
+
+JqStatementSet admin_statements = JQ_STATEMENT_SET(statements);
+
+/*
  * queue_cancel(id, force): delete a job that is not running.  A job held by
  * a live claim is left alone (false) unless force; its worker's later calls
  * then get false.  Returns whether a job was deleted.
@@ -46,7 +114,7 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 
 	/* a cancelled parent takes its children with it (flow.c) */
 	removal = SetJobRemoval(JOB_REMOVAL_CANCELLED);
-	cancelled = RunAloneFindingJob(&call, PLAN_CANCEL, args, NULL, SPI_OK_DELETE) == 1;
+	cancelled = RunAloneFindingJob(&call, &statements[PLAN_CANCEL], args, NULL, SPI_OK_DELETE) == 1;
 	SetJobRemoval(removal);
 
 	PG_RETURN_BOOL(cancelled);
@@ -65,7 +133,7 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 
 	removal = SetJobRemoval(JOB_REMOVAL_CANCELLED);
-	deleted = (int64) RunAlone(&call, PLAN_CLEAR, args, NULL, SPI_OK_DELETE);
+	deleted = (int64) RunAlone(&call, &statements[PLAN_CLEAR], args, NULL, SPI_OK_DELETE);
 	SetJobRemoval(removal);
 
 	PG_RETURN_INT64(deleted);
@@ -73,7 +141,7 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 
 /* Write one setting of a queue: plan's upsert with (queue, value, now). */
 static void
-WriteSetting(FunctionCallInfo fcinfo, QueuePlanId plan, Datum value, bool value_isnull)
+WriteSetting(FunctionCallInfo fcinfo, JqStatement *plan, Datum value, bool value_isnull)
 {
 	JqCall		call;
 	Datum		args[3];
@@ -91,7 +159,7 @@ WriteSetting(FunctionCallInfo fcinfo, QueuePlanId plan, Datum value, bool value_
 Datum
 jobqueue_pause(PG_FUNCTION_ARGS)
 {
-	WriteSetting(fcinfo, PLAN_SET_PAUSED, BoolGetDatum(true), false);
+	WriteSetting(fcinfo, &statements[PLAN_SET_PAUSED], BoolGetDatum(true), false);
 	PG_RETURN_VOID();
 }
 
@@ -99,7 +167,7 @@ jobqueue_pause(PG_FUNCTION_ARGS)
 Datum
 jobqueue_resume(PG_FUNCTION_ARGS)
 {
-	WriteSetting(fcinfo, PLAN_SET_PAUSED, BoolGetDatum(false), false);
+	WriteSetting(fcinfo, &statements[PLAN_SET_PAUSED], BoolGetDatum(false), false);
 	PG_RETURN_VOID();
 }
 
@@ -109,7 +177,7 @@ jobqueue_set_default_lease(PG_FUNCTION_ARGS)
 {
 	Interval   *lease = ArgOptionalLease(fcinfo, 1, "lease");
 
-	WriteSetting(fcinfo, PLAN_SET_DEFAULT_LEASE, PointerGetDatum(lease), lease == NULL);
+	WriteSetting(fcinfo, &statements[PLAN_SET_DEFAULT_LEASE], PointerGetDatum(lease), lease == NULL);
 	PG_RETURN_VOID();
 }
 
@@ -118,7 +186,7 @@ Datum
 jobqueue_set_notify(PG_FUNCTION_ARGS)
 {
 	ArgRequire(fcinfo, 1, "enabled");
-	WriteSetting(fcinfo, PLAN_SET_NOTIFY, PG_GETARG_DATUM(1), false);
+	WriteSetting(fcinfo, &statements[PLAN_SET_NOTIFY], PG_GETARG_DATUM(1), false);
 	PG_RETURN_VOID();
 }
 
@@ -131,5 +199,5 @@ jobqueue_list(PG_FUNCTION_ARGS)
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_1);
 	args[0] = TimestampTzGetDatum(call.now);
-	return ReturnRowsOf(&call, PLAN_LIST, args, NULL);
+	return ReturnRowsOf(&call, &statements[PLAN_LIST], args, NULL);
 }

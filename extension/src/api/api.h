@@ -34,9 +34,24 @@ extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *
 						   text *error, text **due_queue);
 extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 
-
 /* api/rotation.c: the storage ring's rotation */
 extern void JobqueueDefineRotation(void);
 extern void RotateRingIfDue(const JqCall *call);
+
+/* The tables of statements of the folder's files, registered by its Init. */
+extern JqStatementSet admin_statements;
+extern JqStatementSet batch_statements;
+extern JqStatementSet browse_statements;
+extern JqStatementSet complete_statements;
+extern JqStatementSet failed_statements;
+extern JqStatementSet grants_statements;
+extern JqStatementSet push_statements;
+extern JqStatementSet reports_statements;
+extern JqStatementSet reserve_statements;
+extern JqStatementSet rotation_statements;
+extern JqStatementSet schedules_statements;
+
+/* api.c */
+extern void ApiInit(void);
 
 #endif							/* JOBQUEUE_API_H */

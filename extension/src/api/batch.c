@@ -32,6 +32,62 @@ PG_FUNCTION_INFO_V1(jobqueue_delete_many);
 PG_FUNCTION_INFO_V1(jobqueue_release_many);
 PG_FUNCTION_INFO_V1(jobqueue_fail_many);
 
+#define PUSH_BATCH_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @J@" \
+	" (queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  deadline" columns ")" \
+	" SELECT q, n, p, pr, ma, av, av <= $7, $7, dl" values \
+	" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)," \
+	"   pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)," \
+	"   pg_catalog.unnest($8)) AS u(q, n, p, pr, ma, av, dl)" \
+	" RETURNING id"
+
+/*
+ * The statements of batch.c, run by the statement engine (exec/statements.c);
+ * registered once (batch_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_PUSH_BATCH,
+	PLAN_LOCK_CLAIMED_MANY,
+	PLAN_DELETE_IDS,
+	NUM_BATCH_STATEMENTS
+};
+
+static JqStatement statements[NUM_BATCH_STATEMENTS] = {
+	[PLAN_PUSH_BATCH] = {.name = "push_batch", .text = {
+		/* Jobs without unique keys, in one statement; ids come back in input order. */
+		[JQ_API_1_1] = {
+			PUSH_BATCH_SQL("", ""),
+			8, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+				TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID}
+		},
+		[JQ_API_1_3] = {
+			PUSH_BATCH_SQL(PUSH_INTO_RING_COLUMNS, NEXT_JOB_ID ", $9"),
+			9, {TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+				TIMESTAMPTZARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID, INT2OID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_LOCK_CLAIMED_MANY] = {.name = "lock_claimed_many", .text = {
+		/* Batch completion: lock the jobs, pair tokens in C, then delete. */
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "SELECT id, token, queue FROM @J@ WHERE id = ANY ($1) ORDER BY id FOR UPDATE",
+			1, {INT8ARRAYOID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_DELETE_IDS] = {.name = "delete_ids", .text = {
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = ANY ($1)",
+			1, {INT8ARRAYOID},
+			.per_partition = true
+		},
+	}},
+};
+
+JqStatementSet batch_statements = JQ_STATEMENT_SET(statements);
+
 /* The fields of a job object; since 1.5 also flow_fields. */
 static const char *const job_fields[] = {
 	"name", "payload", "queue", "delay", "priority", "unique_key", "max_attempts",
@@ -368,7 +424,7 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
 												 TIMESTAMPTZOID, sizeof(TimestampTz),
 												 true, TYPALIGN_DOUBLE));
-	QueueExecuteOn(call, PLAN_PUSH_BATCH, PushTable(call, &args[8]), args, NULL,
+	QueueExecuteOn(call, &statements[PLAN_PUSH_BATCH], PushTable(call, &args[8]), args, NULL,
 				   SPI_OK_INSERT_RETURNING);
 	if (SPI_processed != (uint64) count)
 		elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
@@ -504,7 +560,7 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 		Datum		args[1];
 
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(left, left_count));
-		QueueExecuteOn(call, PLAN_LOCK_CLAIMED_MANY, tables[t], args, NULL, SPI_OK_SELECT);
+		QueueExecuteOn(call, &statements[PLAN_LOCK_CLAIMED_MANY], tables[t], args, NULL, SPI_OK_SELECT);
 		for (uint64 row = 0; row < SPI_processed; row++)
 		{
 			int64		id = SpiInt8(row, 1);
@@ -596,7 +652,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
 		removal = SetJobRemoval(JOB_REMOVAL_COMPLETED);
-		QueueExecuteOn(&call, PLAN_DELETE_IDS, t, args, NULL, SPI_OK_DELETE);
+		QueueExecuteOn(&call, &statements[PLAN_DELETE_IDS], t, args, NULL, SPI_OK_DELETE);
 		SetJobRemoval(removal);
 	}
 	SPI_finish();

@@ -39,6 +39,271 @@ PG_FUNCTION_INFO_V1(jobqueue_jobs_page);
 PG_FUNCTION_INFO_V1(jobqueue_job);
 PG_FUNCTION_INFO_V1(jobqueue_leases);
 
+/* The state's name; the three rules cover every job, so it is never NULL. */
+#define JOB_STATE(now) \
+	"CASE WHEN " IS_PENDING(now) " THEN 'pending' WHEN " IS_DELAYED(now) " THEN 'delayed'" \
+	" WHEN " IS_RESERVED(now) " THEN 'reserved' END"
+
+/*
+ * ---- 1.4: the dashboard's reads (browse.c) ----
+ *
+ * They must stay cheap at millions of jobs, so no statement counts or
+ * sorts a whole queue: every row they read comes from an index range
+ * (JQ_INDEX_PLAN_MARK keeps sequential and bitmap scans out of their plans
+ * whatever the statistics, hotpath.c), and counts stop at a cap.
+ */
+
+/* The rows of from_where counted up to cap + 1: exact up to cap. */
+#define CAPPED_COUNT(from_where, cap) \
+	"(SELECT pg_catalog.count(*) FROM (SELECT 1 FROM " from_where " LIMIT " cap " + 1) capped)"
+
+/*
+ * name(queue): the distinct queues of table's rows that satisfy cond, one
+ * index descent each (a loose index scan over an index that leads with
+ * queue: the claim index for ready jobs, the waiting index for the
+ * others, the failed table's queue index), and a NULL row last.
+ */
+#define LOOSE_QUEUES(name, table, cond) \
+	name "(queue) AS (" \
+	" SELECT (SELECT pg_catalog.min(t.queue) FROM " table " t WHERE " cond ")" \
+	" UNION ALL" \
+	" SELECT (SELECT pg_catalog.min(t.queue) FROM " table " t WHERE " cond " AND t.queue > l.queue)" \
+	" FROM " name " l WHERE l.queue IS NOT NULL)"
+
+/*
+ * priorities(priority): the distinct priorities of queue's ready jobs,
+ * highest first, one descent of the claim index each, and a NULL row
+ * last.  The claim index orders a queue's ready jobs by priority, then
+ * available_at: so within one priority the jobs due by a moment, or after
+ * it, are one range of it.
+ */
+#define READY_PRIORITIES(queue) \
+	"priorities(priority) AS (" \
+	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND j.queue = " queue \
+	"   ORDER BY j.priority DESC LIMIT 1)" \
+	" UNION ALL" \
+	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND j.queue = " queue \
+	"   AND j.priority < p.priority ORDER BY j.priority DESC LIMIT 1)" \
+	" FROM priorities p WHERE p.priority IS NOT NULL)"
+
+/*
+ * The ready jobs of queue that satisfy cond, as j: one claim-index range
+ * per priority of "priorities".  tail (a LIMIT, or OFFSET 0) keeps each
+ * range a scan of its own: a join the planner could flatten would read
+ * the queue's whole range of the index.
+ */
+#define READY_BY_PRIORITY(columns, queue, cond, tail) \
+	"priorities p CROSS JOIN LATERAL (SELECT " columns " FROM @J@ j" \
+	" WHERE j.ready AND j.queue = " queue " AND j.priority = p.priority AND " cond tail ") j"
+
+/*
+ * The candidates of a page of queue $1's jobs in state $3 (NULL: every
+ * state) at time $2: the jobs of the index ranges that can hold such jobs,
+ * each arm run only for the states it serves (a condition on $3 alone is
+ * a one-time filter).  A superset of the state: the caller keeps the rows
+ * whose JOB_STATE is $3.  Pending: the queue's ready jobs, and its waiting
+ * ones due by $2; delayed or reserved: its waiting jobs due after $2 and
+ * (delayed) its ready ones due after $2, which only a clock set back
+ * leaves behind.  A ready job is never held.
+ */
+#define PAGE_CANDIDATES(columns, ready_tail) \
+	"WITH RECURSIVE " READY_PRIORITIES("$1") \
+	" SELECT " columns " FROM @J@ j WHERE j.ready AND j.queue = $1" \
+	"   AND ($3 IS NULL OR $3 = 'pending')" \
+	" UNION ALL" \
+	" SELECT " columns " FROM " READY_BY_PRIORITY(columns, "$1", IS_DELAYED("$2"), ready_tail) \
+	"   WHERE $3 = 'delayed'" \
+	" UNION ALL" \
+	" SELECT " columns " FROM @J@ j WHERE NOT j.ready AND j.queue = $1 AND $3 IS NULL" \
+	" UNION ALL" \
+	" SELECT " columns " FROM @J@ j WHERE NOT j.ready AND j.queue = $1 AND " IS_PENDING("$2") \
+	"   AND $3 = 'pending'" \
+	" UNION ALL" \
+	" SELECT " columns " FROM @J@ j WHERE NOT j.ready AND j.queue = $1 AND NOT " IS_PENDING("$2") \
+	"   AND $3 IN ('delayed', 'reserved')"
+
+/* What queue_jobs_page returns of a job at time $2, and its state filter $3. */
+#define PAGE_COLUMNS \
+	"j.id, j.name, " JOB_STATE("$2") ", j.priority, j.attempts, j.max_attempts, j.available_at," \
+	" j.reserved_by, j.reserved_until, j.unique_key, j.deadline, j.created_at"
+
+#define PAGE_IN_STATE "($3 IS NULL OR " JOB_STATE("$2") " = $3)"
+
+/*
+ * The statements of browse.c, run by the statement engine (exec/statements.c);
+ * registered once (browse_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_OVERVIEW,
+	PLAN_PAGE_CANDIDATES,
+	PLAN_PAGE_SORTED,
+	PLAN_PAGE_BY_ID,
+	PLAN_JOB,
+	PLAN_LEASES,
+	NUM_BROWSE_STATEMENTS
+};
+
+static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
+	[PLAN_OVERVIEW] = {.name = "overview", .text = {
+		/*
+			 * Every queue that has jobs, failed rows or settings, with its backlog
+			 * at $1 counted up to the cap $2 (columns as queue_overview returns
+			 * them).  The oldest pending job is the one due first: the least
+			 * available_at of the queue's waiting jobs due by $1 (the head of the
+			 * waiting index) and of the head of each of its priorities.
+			 */
+		[JQ_API_1_4] = {
+			JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
+			LOOSE_QUEUES("ready_queues", "@J@", "t.ready") ", "
+			LOOSE_QUEUES("waiting_queues", "@J@", "NOT t.ready") ", "
+			LOOSE_QUEUES("failed_queues", "@S@.queue_failed_jobs", "true") ", "
+			"queues(queue) AS ("
+			"  SELECT queue FROM ready_queues WHERE queue IS NOT NULL"
+			"  UNION SELECT queue FROM waiting_queues WHERE queue IS NOT NULL"
+			"  UNION SELECT queue FROM failed_queues WHERE queue IS NOT NULL"
+			"  UNION SELECT queue FROM @S@.queue_settings)"
+			" SELECT q.queue, coalesce(s.paused, false),"
+			"  least(c.pending, $2), least(c.delayed, $2), least(c.reserved, $2), least(c.failed, $2),"
+			"  greatest(c.pending, c.delayed, c.reserved, c.failed) > $2, c.oldest_pending_at"
+			" FROM queues q"
+			" LEFT JOIN @S@.queue_settings s ON s.queue = q.queue"
+			" CROSS JOIN LATERAL (WITH RECURSIVE " READY_PRIORITIES("q.queue")
+			"  SELECT "
+			CAPPED_COUNT("@J@ j WHERE j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2") " + "
+			CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2")
+			"   AS pending, "
+			CAPPED_COUNT(READY_BY_PRIORITY("1", "q.queue", IS_DELAYED("$1"), " LIMIT $2 + 1"), "$2") " + "
+			CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_DELAYED("$1"), "$2")
+			"   AS delayed, "
+			CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_RESERVED("$1"), "$2")
+			"   AS reserved, "
+			CAPPED_COUNT("@S@.queue_failed_jobs f WHERE f.queue = q.queue", "$2") " AS failed,"
+			"  least((SELECT pg_catalog.min(j.available_at) FROM "
+			READY_BY_PRIORITY("j.available_at", "q.queue", IS_PENDING("$1"),
+							  " ORDER BY j.available_at LIMIT 1") "),"
+			"   (SELECT j.available_at FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue AND "
+			IS_PENDING("$1") " ORDER BY j.available_at LIMIT 1)) AS oldest_pending_at"
+			" ) c"
+			" ORDER BY q.queue COLLATE \"C\"",
+			2, {TIMESTAMPTZOID, INT4OID}
+		},
+		/*
+			 * 1.5: the same queues, each count read up to the cap $2 + 1 only, for
+			 * browse.c to tell exact counts from the ones it estimates.  The jobs
+			 * due later that wait (delayed or held) are one range of the waiting
+			 * index, counted once up to the cap from the index alone; only when
+			 * they are within the cap are their rows read, to tell them apart by
+			 * their token (a waiting job due later is held exactly when it has
+			 * one; "n.seen <= $2" is a one-time filter).  Counting each state of
+			 * that range up to the cap separately read every job of the other
+			 * state that sorts first; reading their rows past the cap, rows whose
+			 * states are estimated anyway.  Columns: queue, paused, pending (two
+			 * ranges, each up to $2 + 1), ready jobs due later (delayed: only a
+			 * clock set back leaves them), the waiting range's delayed and held
+			 * jobs (0 past the cap) and its entries read, failed rows, the oldest
+			 * pending job's available_at.
+			 */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
+			LOOSE_QUEUES("ready_queues", "@J@", "t.ready") ", "
+			LOOSE_QUEUES("waiting_queues", "@J@", "NOT t.ready") ", "
+			LOOSE_QUEUES("failed_queues", "@S@.queue_failed_jobs", "true") ", "
+			"queues(queue) AS ("
+			"  SELECT queue FROM ready_queues WHERE queue IS NOT NULL"
+			"  UNION SELECT queue FROM waiting_queues WHERE queue IS NOT NULL"
+			"  UNION SELECT queue FROM failed_queues WHERE queue IS NOT NULL"
+			"  UNION SELECT queue FROM @S@.queue_settings)"
+			" SELECT q.queue, coalesce(s.paused, false), c.pending, c.ready_delayed,"
+			"  w.delayed, w.held, w.seen, c.failed, c.oldest_pending_at"
+			" FROM queues q"
+			" LEFT JOIN @S@.queue_settings s ON s.queue = q.queue"
+			" CROSS JOIN LATERAL (WITH RECURSIVE " READY_PRIORITIES("q.queue")
+			"  SELECT "
+			CAPPED_COUNT("@J@ j WHERE j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2") " + "
+			CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2")
+			"   AS pending, "
+			CAPPED_COUNT(READY_BY_PRIORITY("1", "q.queue", IS_DELAYED("$1"), " LIMIT $2 + 1"), "$2")
+			"   AS ready_delayed, "
+			CAPPED_COUNT("@S@.queue_failed_jobs f WHERE f.queue = q.queue", "$2") " AS failed,"
+			"  least((SELECT pg_catalog.min(j.available_at) FROM "
+			READY_BY_PRIORITY("j.available_at", "q.queue", IS_PENDING("$1"),
+							  " ORDER BY j.available_at LIMIT 1") "),"
+			"   (SELECT j.available_at FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue AND "
+			IS_PENDING("$1") " ORDER BY j.available_at LIMIT 1)) AS oldest_pending_at"
+			" ) c"
+			" CROSS JOIN LATERAL (SELECT pg_catalog.count(*) AS seen"
+			"  FROM (SELECT 1 FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue"
+			"   AND j.available_at > $1 LIMIT $2 + 1) l) n"
+			" CROSS JOIN LATERAL (SELECT n.seen,"
+			"  pg_catalog.count(*) FILTER (WHERE l.token IS NULL) AS delayed,"
+			"  pg_catalog.count(*) FILTER (WHERE l.token IS NOT NULL) AS held"
+			"  FROM (SELECT j.token FROM @J@ j WHERE NOT j.ready AND j.queue = q.queue"
+			"   AND j.available_at > $1 AND n.seen <= $2) l) w"
+			" ORDER BY q.queue COLLATE \"C\"",
+			2, {TIMESTAMPTZOID, INT4OID}
+		},
+	}},
+	[PLAN_PAGE_CANDIDATES] = {.name = "page_candidates", .text = {
+		/*
+			 * A page of queue $1's jobs in state $3 at $2, after id $4, at most $5:
+			 * from its candidates sorted by id when they are few (counted up to
+			 * the cap $4 first), else in id order along the primary keys, reading
+			 * every queue's jobs from $4 on until $5 of queue $1 are found.
+			 */
+		[JQ_API_1_4] = {
+			JQ_INDEX_PLAN_MARK "SELECT pg_catalog.count(*) FROM ("
+			PAGE_CANDIDATES("1", " LIMIT $4 + 1") " LIMIT $4 + 1) candidates",
+			4, {TEXTOID, TIMESTAMPTZOID, TEXTOID, INT4OID}
+		},
+	}},
+	[PLAN_PAGE_SORTED] = {.name = "page_sorted", .text = {
+		/*
+			 * OFFSET 0 keeps "id > $4" out of the arms: there it would let the
+			 * planner take a partition's primary key for one, where the statistics
+			 * of a partition holding one big queue make "queue = $1" look useless.
+			 */
+		[JQ_API_1_4] = {
+			JQ_INDEX_PLAN_MARK "SELECT " PAGE_COLUMNS
+			" FROM (" PAGE_CANDIDATES("j.*", " OFFSET 0") " OFFSET 0) j"
+			" WHERE j.id > $4 AND " PAGE_IN_STATE " ORDER BY j.id LIMIT $5",
+			5, {TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID, INT4OID}
+		},
+	}},
+	[PLAN_PAGE_BY_ID] = {.name = "page_by_id", .text = {
+		[JQ_API_1_4] = {
+			JQ_INDEX_PLAN_MARK "SELECT " PAGE_COLUMNS " FROM @J@ j"
+			" WHERE j.queue = $1 AND j.id > $4 AND " PAGE_IN_STATE " ORDER BY j.id LIMIT $5",
+			5, {TEXTOID, TIMESTAMPTZOID, TEXTOID, INT8OID, INT4OID}
+		},
+	}},
+	[PLAN_JOB] = {.name = "job", .text = {
+		/* One job by id at $2, live or failed (a job is never in both tables); no token. */
+		[JQ_API_1_4] = {
+			JQ_INDEX_PLAN_MARK "SELECT id, queue, name, " JOB_STATE("$2") ", payload, priority, attempts,"
+			"  max_attempts, available_at, reserved_by, reserved_until, unique_key, deadline,"
+			"  last_error, created_at, NULL::pg_catalog.timestamptz"
+			" FROM @J@ WHERE id = $1"
+			" UNION ALL"
+			" SELECT id, queue, name, 'failed', payload, priority, attempts, max_attempts,"
+			"  NULL, NULL, NULL, NULL, NULL, error, created_at, failed_at"
+			" FROM @S@.queue_failed_jobs WHERE id = $1",
+			2, {INT8OID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_LEASES] = {.name = "leases", .text = {
+		/* The jobs held by a live lease at $1 (along the waiting index), at most $2; no token. */
+		[JQ_API_1_4] = {
+			JQ_INDEX_PLAN_MARK "SELECT reserved_by, queue, id, name, attempts, reserved_until FROM @J@"
+			" WHERE NOT ready AND " IS_RESERVED("$1")
+			" ORDER BY reserved_by COLLATE \"C\", reserved_until, id LIMIT $2",
+			2, {TIMESTAMPTZOID, INT4OID}
+		},
+	}},
+};
+
+JqStatementSet browse_statements = JQ_STATEMENT_SET(statements);
+
 /*
  * A page is sorted by id from its candidates (the index ranges that can
  * hold jobs of the queue in the state asked for) when there are at most
@@ -63,7 +328,7 @@ jobqueue_overview(PG_FUNCTION_ARGS)
 	args[0] = TimestampTzGetDatum(call.now);
 	args[1] = Int32GetDatum(ArgInt(fcinfo, 0, "count_cap", JQ_DEFAULT_COUNT_CAP, 1,
 								   JQ_COUNT_CAP_LIMIT));
-	return ReturnRowsOf(&call, PLAN_OVERVIEW, args, NULL);
+	return ReturnRowsOf(&call, &statements[PLAN_OVERVIEW], args, NULL);
 }
 
 /*
@@ -431,7 +696,7 @@ jobqueue_overview_1_5(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	SPI_connect();
-	QueueExecute(&call, PLAN_OVERVIEW, args, NULL, SPI_OK_SELECT);
+	QueueExecute(&call, &statements[PLAN_OVERVIEW], args, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		Datum		out[OUT_COLUMNS] = {0};
@@ -492,14 +757,14 @@ jobqueue_jobs_page(PG_FUNCTION_ARGS)
 	/* (queue, now, state, cap) */
 	args[3] = Int32GetDatum(PAGE_SORTED_CANDIDATES_MAX);
 	SPI_connect();
-	QueueExecute(&call, PLAN_PAGE_CANDIDATES, args, nulls, SPI_OK_SELECT);
+	QueueExecute(&call, &statements[PLAN_PAGE_CANDIDATES], args, nulls, SPI_OK_SELECT);
 	sorted = SpiInt8(0, 1) <= PAGE_SORTED_CANDIDATES_MAX;	/* count(*) */
 	SPI_finish();
 
 	/* (queue, now, state, after_id, max_rows) */
 	args[3] = after_id;
 	args[4] = Int32GetDatum(max_rows);
-	return ReturnRowsOf(&call, sorted ? PLAN_PAGE_SORTED : PLAN_PAGE_BY_ID, args, nulls);
+	return ReturnRowsOf(&call, sorted ? &statements[PLAN_PAGE_SORTED] : &statements[PLAN_PAGE_BY_ID], args, nulls);
 }
 
 /*
@@ -516,7 +781,7 @@ jobqueue_job(PG_FUNCTION_ARGS)
 	ArgRequire(fcinfo, 0, "id");
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = TimestampTzGetDatum(call.now);
-	return ReturnRowsOf(&call, PLAN_JOB, args, NULL);
+	return ReturnRowsOf(&call, &statements[PLAN_JOB], args, NULL);
 }
 
 /* queue_leases(max_rows): the jobs held by a live lease, by worker and lease end. */
@@ -530,5 +795,5 @@ jobqueue_leases(PG_FUNCTION_ARGS)
 	args[0] = TimestampTzGetDatum(call.now);
 	args[1] = Int32GetDatum(ArgInt(fcinfo, 0, "max_rows", JQ_DEFAULT_LEASE_ROWS, 1,
 								   JQ_LEASE_ROWS_LIMIT));
-	return ReturnRowsOf(&call, PLAN_LEASES, args, NULL);
+	return ReturnRowsOf(&call, &statements[PLAN_LEASES], args, NULL);
 }

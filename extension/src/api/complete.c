@@ -22,6 +22,76 @@ PG_FUNCTION_INFO_V1(jobqueue_release_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_fail);
 PG_FUNCTION_INFO_V1(jobqueue_extend);
 
+/*
+ * The statements of complete.c, run by the statement engine (exec/statements.c);
+ * registered once (complete_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_DELETE,
+	PLAN_LOCK_CLAIMED,
+	PLAN_RELEASE,
+	PLAN_MOVE_TO_FAILED,
+	PLAN_EXTEND,
+	NUM_COMPLETE_STATEMENTS
+};
+
+static JqStatement statements[NUM_COMPLETE_STATEMENTS] = {
+	[PLAN_DELETE] = {.name = "delete", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "DELETE FROM @J@ WHERE id = $1 AND token = $2 RETURNING queue",
+			2, {INT8OID, INT8OID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_LOCK_CLAIMED] = {.name = "lock_claimed", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "SELECT attempts, max_attempts, queue, priority FROM @J@"
+			" WHERE id = $1 AND token = $2 FOR UPDATE",
+			2, {INT8OID, INT8OID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_RELEASE] = {.name = "release", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "UPDATE @J@"
+			" SET ready = $3 <= $4, available_at = $3, reserved_until = NULL,"
+			"     reserved_by = NULL, token = NULL, last_error = $5"
+			" WHERE id = $1 AND token = $2",
+			5, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_MOVE_TO_FAILED] = {.name = "move_to_failed", .text = {
+		/* One statement, so a job is never in both tables nor in neither. */
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "WITH moved AS ("
+			"  DELETE FROM @J@ WHERE id = $1 AND token = $2 RETURNING *"
+			")"
+			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
+			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
+			"  CASE WHEN $3 <> '' THEN $3"
+			"   WHEN last_error <> '' THEN last_error"
+			"   ELSE 'failed by the worker (no error given)' END,"
+			"  $4, created_at FROM moved"
+			" RETURNING id, queue",
+			4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_EXTEND] = {.name = "extend", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "UPDATE @J@"
+			" SET ready = false, available_at = $3, reserved_until = $3"
+			" WHERE id = $1 AND token = $2",
+			3, {INT8OID, INT8OID, TIMESTAMPTZOID},
+			.per_partition = true
+		},
+	}},
+};
+
+JqStatementSet complete_statements = JQ_STATEMENT_SET(statements);
+
 #define BACKOFF_BASE_USECS	(10 * USECS_PER_SEC)
 #define BACKOFF_CAP_USECS	(3600 * USECS_PER_SEC)
 
@@ -46,7 +116,7 @@ MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
 	args[1] = Int64GetDatum(token);
 	args[2] = PointerGetDatum(error);
 	args[3] = TimestampTzGetDatum(call->now);
-	if (ExecuteFindingJob(call, PLAN_MOVE_TO_FAILED, args, NULL, SPI_OK_INSERT_RETURNING,
+	if (ExecuteFindingJob(call, &statements[PLAN_MOVE_TO_FAILED], args, NULL, SPI_OK_INSERT_RETURNING,
 						  &found) != 1)
 		return false;
 	CountJobsOfRows(2, JOB_FAILED);	/* RETURNING id, queue */
@@ -100,7 +170,7 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	SPI_connect();
 	/* a completion: flow control (flow.c) need not look for it in the failed table */
 	removal = SetJobRemoval(JOB_REMOVAL_COMPLETED);
-	deleted = ExecuteFindingJob(&call, PLAN_DELETE, args, NULL, SPI_OK_DELETE_RETURNING,
+	deleted = ExecuteFindingJob(&call, &statements[PLAN_DELETE], args, NULL, SPI_OK_DELETE_RETURNING,
 								&found) == 1;
 	SetJobRemoval(removal);
 	CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
@@ -134,7 +204,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	/* Lock the claim first, so attempts cannot change under the decision. */
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
-	if (ExecuteFindingJob(call, PLAN_LOCK_CLAIMED, args, NULL, SPI_OK_SELECT, &table) == 0)
+	if (ExecuteFindingJob(call, &statements[PLAN_LOCK_CLAIMED], args, NULL, SPI_OK_SELECT, &table) == 0)
 		return false;
 	attempts = SpiInt32(0, LOCKED_ATTEMPTS);
 	max_attempts = SpiInt32(0, LOCKED_MAX_ATTEMPTS);
@@ -153,7 +223,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	args[2] = TimestampTzGetDatum(available_at);
 	args[3] = TimestampTzGetDatum(call->now);
 	args[4] = PointerGetDatum(error);
-	QueueExecuteOn(call, PLAN_RELEASE, table, args, NULL, SPI_OK_UPDATE);
+	QueueExecuteOn(call, &statements[PLAN_RELEASE], table, args, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		return false;
 	CountJobs(queue, JOB_RELEASED, 1);
@@ -249,7 +319,7 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(QueueTimeAfter(call.now, lease));
 	NoteJobDueAt(DatumGetTimestampTz(args[2]));	/* the lease may end sooner */
 
-	extended = RunAloneFindingJob(&call, PLAN_EXTEND, args, NULL, SPI_OK_UPDATE) == 1;
+	extended = RunAloneFindingJob(&call, &statements[PLAN_EXTEND], args, NULL, SPI_OK_UPDATE) == 1;
 
 	PG_RETURN_BOOL(extended);
 }

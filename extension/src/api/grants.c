@@ -24,6 +24,35 @@
 PG_FUNCTION_INFO_V1(jobqueue_grant);
 PG_FUNCTION_INFO_V1(jobqueue_revoke);
 
+/*
+ * The statements of grants.c, run by the statement engine (exec/statements.c);
+ * registered once (grants_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_TIER_FUNCTIONS,
+	NUM_GRANTS_STATEMENTS
+};
+
+static JqStatement statements[NUM_GRANTS_STATEMENTS] = {
+	[PLAN_TIER_FUNCTIONS] = {.name = "tier_functions", .text = {
+		/* The extension's own functions, by name, as text signatures. */
+		[JQ_API_1_0] = {
+			"SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proname::pg_catalog.text"
+			" FROM pg_catalog.pg_depend d"
+			" JOIN pg_catalog.pg_proc p ON p.oid = d.objid"
+			" WHERE d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass"
+			"   AND d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass"
+			"   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'jobqueue')"
+			"   AND d.deptype = 'e'"
+			" ORDER BY 1",
+			0, {0}
+		},
+	}},
+};
+
+JqStatementSet grants_statements = JQ_STATEMENT_SET(statements);
+
 typedef enum QueueTier
 {
 	TIER_PRODUCER = 1,
@@ -132,7 +161,7 @@ ApplyTier(const JqCall *call, const char *role, QueueTier tier, bool grant)
 	SPITupleTable *functions;
 
 	SPI_connect();
-	QueueExecute(call, PLAN_TIER_FUNCTIONS, NULL, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_TIER_FUNCTIONS], NULL, NULL, SPI_OK_SELECT);
 	count = SPI_processed;
 	functions = SpiTakeResult();
 

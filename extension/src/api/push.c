@@ -21,6 +21,155 @@ PG_FUNCTION_INFO_V1(jobqueue_push_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_push_1_3);
 PG_FUNCTION_INFO_V1(jobqueue_push_1_5);
 
+/*
+ * A push of one job ($1..$7, $9: deadline); and of a batch, from arrays
+ * ($1..$6, $8: deadlines; $7: now).  columns/values: what a version adds
+ * (1.3: the id and the ring partition, since it inserts into the ring
+ * partition itself: a partition has no identity default, and the
+ * partitioned table's tuple routing costs as much as the insert).
+ */
+#define PUSH_SQL(columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @J@" \
+	" (queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  deadline" columns ")" \
+	" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $9" values ")" \
+	" RETURNING id, " WANTS_WAKEUPS
+
+/*
+ * A push with a unique key (1.3: into the long partition, whose unique
+ * index is the key's arbiter; a partitioned table cannot have one).
+ */
+#define PUSH_UNIQUE_LONG_SQL(columns, values) \
+	PUSH_UNIQUE_LONG_AT_SQL("$6", "$6 <= $7", columns, values)
+
+/* The same with the job's available_at and ready given (1.5: a job held back). */
+#define PUSH_UNIQUE_LONG_AT_SQL(available_at, ready, columns, values) \
+	JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs_long" \
+	" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at," \
+	"  unique_key, deadline, ring" columns ")" \
+	" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, " available_at ", " \
+	ready ", $7, $8, $9, " SQL_NUMBER(JQ_RING_LONG) values ")" \
+	" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING" \
+	" RETURNING id, " WANTS_WAKEUPS
+
+/*
+ * The statements of push.c, run by the statement engine (exec/statements.c);
+ * registered once (push_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_PUSH,
+	PLAN_PUSH_UNIQUE,
+	PLAN_FIND_UNIQUE_HOLDER,
+	PLAN_PUSH_HELD_BACK,
+	PLAN_REPLACE_PENDING,
+	NUM_PUSH_STATEMENTS
+};
+
+static JqStatement statements[NUM_PUSH_STATEMENTS] = {
+	[PLAN_PUSH] = {.name = "push", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "INSERT INTO @J@"
+			" (queue, name, payload, priority, max_attempts, available_at, ready, created_at)"
+			" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7)"
+			" RETURNING id",
+			7, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		},
+		[JQ_API_1_1] = {
+			PUSH_SQL("", ""),
+			9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID}
+		},
+		[JQ_API_1_3] = {
+			PUSH_SQL(PUSH_INTO_RING_COLUMNS, NEXT_JOB_ID ", $10"),
+			10, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID, INT2OID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_PUSH_UNIQUE] = {.name = "push_unique", .text = {
+		/* A held key is expected, not an error: DO NOTHING, then find the holder. */
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "INSERT INTO @J@"
+			" (queue, name, payload, priority, max_attempts, available_at, ready, created_at, unique_key)"
+			" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8)"
+			" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+			" RETURNING id",
+			8, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID}
+		},
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "INSERT INTO @J@"
+			" (queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+			"  unique_key, deadline)"
+			" VALUES ($1, $2, $3, $4, $5, $6, $6 <= $7, $7, $8, $9)"
+			" ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL DO NOTHING"
+			" RETURNING id, " WANTS_WAKEUPS,
+			9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID}
+		},
+		[JQ_API_1_3] = {
+			PUSH_UNIQUE_LONG_SQL("", ""),
+			9, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID}
+		},
+		[JQ_API_1_5] = {
+			PUSH_UNIQUE_LONG_AT_SQL("CASE WHEN $11 IS NULL THEN $6 ELSE " HELD_BACK_AT " END",
+									"$11 IS NULL AND $6 <= $7",
+									", concurrency_key, flow, parked_run_at",
+									", $11, CASE WHEN $11 IS NOT NULL THEN 'key' END,"
+									"  CASE WHEN $11 IS NOT NULL THEN $6 END"),
+			11, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID}
+		},
+	}},
+	[PLAN_FIND_UNIQUE_HOLDER] = {.name = "find_unique_holder", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "SELECT id FROM @J@ WHERE unique_key = $1",
+			1, {TEXTOID}
+		},
+		[JQ_API_1_3] = {
+			JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs_long WHERE unique_key = $1",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_PUSH_HELD_BACK] = {.name = "push_held_back", .text = {
+		/*
+			 * A push with a concurrency key ($11; $10, the ring, unused) enters held
+			 * back: the caller takes it a slot, or leaves it waiting (flow.c).
+			 */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
+			" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+			"  deadline, concurrency_key, flow, parked_run_at)"
+			" VALUES (" NEXT_JOB_ID_VALUE ", $1, $2, $3, $4, $5, " HELD_BACK_AT ", false, $7, $9,"
+			"  $11, 'key', $6)"
+			" RETURNING id, " WANTS_WAKEUPS,
+			11, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID, INT2OID, TEXTOID}
+		},
+	}},
+	[PLAN_REPLACE_PENDING] = {.name = "replace_pending", .text = {
+		/*
+			 * on_duplicate: the pending job holding a unique key ($1) takes the new
+			 * push's payload, priority, attempts, deadline and run-at ($2..$6, at
+			 * $7); a held job is left as it is.  A held-back job keeps waiting,
+			 * with the new run-at kept for when it may run.
+			 */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "UPDATE @S@.queue_jobs_long"
+			" SET payload = $2, priority = $3, max_attempts = $4, deadline = $5,"
+			"     available_at = CASE WHEN flow IN ('key', 'parents') THEN available_at ELSE $6 END,"
+			"     parked_run_at = CASE WHEN flow IN ('key', 'parents') THEN $6 END,"
+			"     ready = CASE WHEN flow IN ('key', 'parents') THEN false ELSE $6 <= $7 END"
+			" WHERE id = $1 AND token IS NULL"
+			" RETURNING queue, priority, available_at, ready, " WANTS_WAKEUPS_OF("queue_jobs_long.queue"),
+			7, {INT8OID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		},
+	}},
+};
+
+JqStatementSet push_statements = JQ_STATEMENT_SET(statements);
+
 /* Rounds of insert / find-holder before giving up on a key that keeps moving. */
 #define UNIQUE_PUSH_ROUNDS 100
 
@@ -82,7 +231,7 @@ ReplacePending(const JqCall *call, const JobSpec *job, int64 id)
 	args[4] = TimestampTzGetDatum(job->deadline);
 	args[5] = TimestampTzGetDatum(job->available_at);
 	args[6] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_REPLACE_PENDING, args, nulls, SPI_OK_UPDATE_RETURNING);
+	QueueExecute(call, &statements[PLAN_REPLACE_PENDING], args, nulls, SPI_OK_UPDATE_RETURNING);
 	if (SPI_processed != 1)
 		return;					/* held by a claim: left as it is */
 	position.priority = SpiInt32(0, REPLACED_PRIORITY);
@@ -141,11 +290,11 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (job->unique_key != NULL)
-			QueueExecute(call, PLAN_PUSH_UNIQUE, values, nulls, SPI_OK_INSERT_RETURNING);
+			QueueExecute(call, &statements[PLAN_PUSH_UNIQUE], values, nulls, SPI_OK_INSERT_RETURNING);
 		else if (job->concurrency_key != NULL)
-			QueueExecute(call, PLAN_PUSH_HELD_BACK, values, nulls, SPI_OK_INSERT_RETURNING);
+			QueueExecute(call, &statements[PLAN_PUSH_HELD_BACK], values, nulls, SPI_OK_INSERT_RETURNING);
 		else
-			QueueExecuteOn(call, PLAN_PUSH, table, values, nulls, SPI_OK_INSERT_RETURNING);
+			QueueExecuteOn(call, &statements[PLAN_PUSH], table, values, nulls, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 		{
 			int64		id = SpiInt8(0, PUSHED_ID);
@@ -164,7 +313,7 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 			elog(ERROR, "jobqueue: an insert without a unique key inserted nothing");
 
 		/* Each statement takes a fresh snapshot: the holder has committed. */
-		QueueExecute(call, PLAN_FIND_UNIQUE_HOLDER, &values[PUSH_UNIQUE_KEY], NULL,
+		QueueExecute(call, &statements[PLAN_FIND_UNIQUE_HOLDER], &values[PUSH_UNIQUE_KEY], NULL,
 					 SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{

@@ -58,6 +58,277 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve_1_2);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_3);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
 
+/*
+ * The ready flag as a re-check of rows found another way (by id, by
+ * deadline).  Written "IS TRUE" / "IS FALSE", which is the same for a NOT
+ * NULL column, so that the partial indexes on ready (claim order, waiting
+ * jobs) cannot serve these statements: a generic plan made while the
+ * table was empty would otherwise be as likely to walk a whole queue in
+ * one of them as to take the primary key or the deadline index.
+ */
+#define STILL_READY "ready IS TRUE"
+
+#define STILL_WAITING "ready IS FALSE"
+
+/* The lease of a claim: the given one ($4), else the queue's ($2) default, else the contract's. */
+#define CLAIM_LEASE \
+	"coalesce($4, (SELECT s.default_lease FROM @S@.queue_settings s WHERE s.queue = $2)," \
+	" interval '60 seconds')"
+
+/* True unless the queue ($1) is paused. */
+#define NOT_PAUSED \
+	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $1 AND s.paused)"
+
+/* A ready job of queue $1 a 1.1 claim may take at $2: not expired, queue not paused. */
+#define CLAIMABLE_NOW "(deadline IS NULL OR deadline > $2) AND " NOT_PAUSED
+
+/* Claim candidates, with their claim positions (ClaimCandidateColumn). */
+#define CANDIDATE_COLUMNS "id, priority, available_at"
+
+/* Since 1.3 with their partition, so that the claim updates that one only. */
+#define CANDIDATE_COLUMNS_1_3 CANDIDATE_COLUMNS ", tableoid"
+
+/* Since 1.5 with whether the queue has a rate limit (the same for every row). */
+#define CANDIDATE_COLUMNS_1_5 CANDIDATE_COLUMNS_1_3 \
+	", EXISTS (SELECT 1 FROM @S@.queue_settings r WHERE r.queue = $1 AND r.rate_max IS NOT NULL)"
+
+/* The claim's search from the head of queue $1, for $3 jobs due at $2. */
+#define CLAIM_CANDIDATES_SQL(columns) \
+	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
+	" WHERE ready AND queue = $1 AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" ORDER BY priority DESC, available_at, id" \
+	" LIMIT $3 FOR UPDATE SKIP LOCKED"
+
+/* From the claim position ($4, $5, $6) on, within its priority. */
+#define CLAIM_CANDIDATES_FROM_SQL(columns) \
+	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
+	" WHERE ready AND queue = $1 AND priority = $4 AND (available_at, id) >= ($5, $6)" \
+	"   AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" ORDER BY available_at, id" \
+	" LIMIT $3 FOR UPDATE SKIP LOCKED"
+
+/* The priorities below the claim position's ($4), from their head. */
+#define CLAIM_CANDIDATES_BELOW_SQL(columns) \
+	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
+	" WHERE ready AND queue = $1 AND priority < $4 AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" ORDER BY priority DESC, available_at, id" \
+	" LIMIT $3 FOR UPDATE SKIP LOCKED"
+
+/* The three searches as plan entries (1.3 on: per partition), for a version's columns. */
+#define CLAIM_CANDIDATES_DEF(columns) \
+	{CLAIM_CANDIDATES_SQL(columns), 3, {TEXTOID, TIMESTAMPTZOID, INT4OID}, .per_partition = true}
+
+#define CLAIM_CANDIDATES_FROM_DEF(columns) \
+	{CLAIM_CANDIDATES_FROM_SQL(columns), 6, \
+	 {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}, .per_partition = true}
+
+#define CLAIM_CANDIDATES_BELOW_DEF(columns) \
+	{CLAIM_CANDIDATES_BELOW_SQL(columns), 4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID}, \
+	 .per_partition = true}
+
+/* The job's last error on a line of its own, when it has one. */
+#define WITH_LAST_ERROR \
+	"CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error ELSE '' END"
+
+/*
+ * An error text composed in SQL, kept within JQ_ERROR_TEXT_MAX bytes and
+ * cut between characters as CutErrorText does (contract.h says why it
+ * keeps JQ_ERROR_TEXT_SQL_KEEP characters).
+ */
+#define CUT_ERROR_TEXT(expr) \
+	" CASE WHEN pg_catalog.octet_length(" expr ") <= " SQL_NUMBER(JQ_ERROR_TEXT_MAX) " THEN " expr \
+	" ELSE pg_catalog.left(" expr ", " SQL_NUMBER(JQ_ERROR_TEXT_SQL_KEEP) ")" \
+	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
+
+/*
+ * The statements of reserve.c, run by the statement engine (exec/statements.c);
+ * registered once (reserve_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_FIND_DUE,
+	PLAN_MAKE_READY,
+	PLAN_FAIL_EXHAUSTED,
+	PLAN_CLAIM_CANDIDATES,
+	PLAN_CLAIM_UPDATE,
+	PLAN_FIND_EXPIRED_READY,
+	PLAN_NEXT_DUE,
+	PLAN_FAIL_EXPIRED,
+	PLAN_CLAIM_CANDIDATES_FROM,
+	PLAN_CLAIM_CANDIDATES_BELOW,
+	NUM_RESERVE_STATEMENTS
+};
+
+static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
+	[PLAN_FIND_DUE] = {.name = "find_due", .text = {
+		/*
+			 * Delayed and held jobs of these queues whose moment has come, locked so
+			 * two workers do not promote the same row.  "exhausted": a held job on
+			 * its last attempt whose lease ran out (its worker died).
+			 */
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts FROM @J@"
+			" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
+			" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
+			2, {TEXTARRAYOID, TIMESTAMPTZOID}
+		},
+		/*
+			 * As PLAN_FIND_DUE, plus jobs past their deadline that are not running
+			 * (ready, or their lease ran out): those are failed as expired.
+			 */
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
+			"  queue, priority, available_at, token IS NOT NULL"
+			" FROM @J@"
+			" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
+			" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
+			2, {TEXTARRAYOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_MAKE_READY] = {.name = "make_ready", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "UPDATE @J@ SET ready = true WHERE id = ANY ($1) AND " STILL_WAITING,
+			1, {INT8ARRAYOID}
+		},
+	}},
+	[PLAN_FAIL_EXHAUSTED] = {.name = "fail_exhausted", .text = {
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "WITH moved AS ("
+			"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
+			")"
+			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
+			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
+			CUT_ERROR_TEXT("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
+						   " || " WITH_LAST_ERROR) ","
+			"  $2, created_at"
+			" FROM moved"
+			" RETURNING queue",
+			2, {INT8ARRAYOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_CLAIM_CANDIDATES] = {.name = "claim_candidates", .text = {
+		/*
+			 * The claim, in two statements so that each keeps a good generic plan
+			 * (a join of the two would be planned for a guessed batch size): the
+			 * best ready jobs in claim order, locked with SKIP LOCKED so workers
+			 * step past each other; then the UPDATE that re-checks everything the
+			 * search relied on.
+			 */
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @J@"
+			" WHERE ready AND queue = $1 AND available_at <= $2"
+			" ORDER BY priority DESC, available_at, id"
+			" LIMIT $3 FOR UPDATE SKIP LOCKED",
+			3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
+		},
+		/* As the 1.0 claim, skipping paused queues and expired jobs. */
+		[JQ_API_1_1] = {
+			CLAIM_CANDIDATES_SQL(CANDIDATE_COLUMNS),
+			3, {TEXTOID, TIMESTAMPTZOID, INT4OID}
+		},
+		[JQ_API_1_3] = CLAIM_CANDIDATES_DEF(CANDIDATE_COLUMNS_1_3),
+		/* The claim's searches also say whether the queue ($1) has a rate limit. */
+		[JQ_API_1_5] = CLAIM_CANDIDATES_DEF(CANDIDATE_COLUMNS_1_5),
+	}},
+	[PLAN_CLAIM_UPDATE] = {.name = "claim_update", .text = {
+		/* $6: the fencing tokens' base for this server's timeline (reserve.c) */
+		[JQ_API_1_0] = {
+			JQ_HOT_PATH_MARK "UPDATE @J@"
+			" SET ready = false, attempts = attempts + 1, available_at = $4,"
+			"     reserved_until = $4, reserved_by = $5,"
+			"     token = $6 + pg_catalog.nextval('@S@.queue_job_tokens')"
+			" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
+			"   AND attempts < max_attempts"
+			" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
+			"   reserved_until, created_at, last_error",
+			6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT8OID},
+			.per_partition = true
+		},
+		/* $4 NULL: the queue's default lease, or 60 seconds. */
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "UPDATE @J@"
+			" SET ready = false, attempts = attempts + 1,"
+			"     available_at = $3 + " CLAIM_LEASE ","
+			"     reserved_until = $3 + " CLAIM_LEASE ","
+			"     reserved_by = $5,"
+			"     token = $6 + pg_catalog.nextval('@S@.queue_job_tokens')"
+			" WHERE id = ANY ($1) AND " STILL_READY " AND queue = $2 AND available_at <= $3"
+			"   AND attempts < max_attempts AND (deadline IS NULL OR deadline > $3)"
+			"   AND NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = $2 AND s.paused)"
+			" RETURNING id, queue, name, payload, attempts, max_attempts, priority, token,"
+			"   reserved_until, created_at, last_error, deadline",
+			6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
+			.per_partition = true
+		},
+	}},
+	[PLAN_FIND_EXPIRED_READY] = {.name = "find_expired_ready", .text = {
+		/*
+			 * Ready jobs past their deadline (a waiting one is found above).  Two
+			 * statements, not one with an OR: each arm then keeps its own partial
+			 * index in a generic plan, where an OR made the planner scan the table.
+			 */
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "SELECT id FROM @J@"
+			" WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY
+			" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
+			2, {TEXTARRAYOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_NEXT_DUE] = {.name = "next_due", .text = {
+		/*
+			 * The earliest moment up to $2 at which a job of these queues falls due:
+			 * a delayed or held one becomes claimable, a ready one expires.  Not
+			 * locked: a row another claim is promoting still counts.
+			 */
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "SELECT least("
+			" (SELECT pg_catalog.min(available_at) FROM @J@"
+			"   WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2),"
+			" (SELECT pg_catalog.min(deadline) FROM @J@"
+			"   WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY "))",
+			2, {TEXTARRAYOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_FAIL_EXPIRED] = {.name = "fail_expired", .text = {
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "WITH moved AS ("
+			"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
+			")"
+			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
+			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
+			CUT_ERROR_TEXT("'expired: its deadline (' || deadline || ') passed before it could run'"
+						   " || " WITH_LAST_ERROR) ","
+			"  $2, created_at"
+			" FROM moved"
+			" RETURNING queue",
+			2, {INT8ARRAYOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_CLAIM_CANDIDATES_FROM] = {.name = "claim_candidates_from", .text = {
+		/*
+			 * The search from a claim position (claimpos.c): the rest of the
+			 * position's priority from the position on, then the lower priorities
+			 * from their head.  Both are ranges of the claim index.
+			 */
+		[JQ_API_1_1] = {
+			CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS),
+			6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}
+		},
+		[JQ_API_1_3] = CLAIM_CANDIDATES_FROM_DEF(CANDIDATE_COLUMNS_1_3),
+		[JQ_API_1_5] = CLAIM_CANDIDATES_FROM_DEF(CANDIDATE_COLUMNS_1_5),
+	}},
+	[PLAN_CLAIM_CANDIDATES_BELOW] = {.name = "claim_candidates_below", .text = {
+		[JQ_API_1_1] = {
+			CLAIM_CANDIDATES_BELOW_SQL(CANDIDATE_COLUMNS),
+			4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID}
+		},
+		[JQ_API_1_3] = CLAIM_CANDIDATES_BELOW_DEF(CANDIDATE_COLUMNS_1_3),
+		[JQ_API_1_5] = CLAIM_CANDIDATES_BELOW_DEF(CANDIDATE_COLUMNS_1_5),
+	}},
+};
+
+JqStatementSet reserve_statements = JQ_STATEMENT_SET(statements);
+
 /* The queues argument: non-empty, no NULL element, each a valid name. */
 static ArrayType *
 ArgQueues(FunctionCallInfo fcinfo, int argno, Datum **elems, int *count)
@@ -118,7 +389,7 @@ enum
 
 /* Move the jobs with these ids to the failed table with plan's error. */
 static void
-FailJobs(const JqCall *call, QueuePlanId plan, Datum *ids, int count)
+FailJobs(const JqCall *call, JqStatement *plan, Datum *ids, int count)
 {
 	Datum		args[2];
 
@@ -141,7 +412,7 @@ NextDueMoment(const JqCall *call, ArrayType *queues, TimestampTz horizon)
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(horizon);
-	QueueExecute(call, PLAN_NEXT_DUE, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_NEXT_DUE], args, NULL, SPI_OK_SELECT);
 	/* least() of two minimums: NULL when no row falls due before horizon */
 	if (SpiIsNull(0, 1))
 		return horizon;
@@ -158,14 +429,14 @@ FailExpiredReadyJobs(const JqCall *call, ArrayType *queues)
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_FIND_EXPIRED_READY, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_FIND_EXPIRED_READY], args, NULL, SPI_OK_SELECT);
 	count = (int) SPI_processed;
 	if (count == 0)
 		return false;
 	ids = palloc(sizeof(Datum) * count);
 	for (int row = 0; row < count; row++)
 		ids[row] = Int64GetDatum(SpiInt8(row, 1));	/* its only column, the id */
-	FailJobs(call, PLAN_FAIL_EXPIRED, ids, count);
+	FailJobs(call, &statements[PLAN_FAIL_EXPIRED], ids, count);
 	return true;
 }
 
@@ -202,7 +473,7 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 
 	args[0] = PointerGetDatum(queues);
 	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_FIND_DUE, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_FIND_DUE], args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 	{
 		if (remember)
@@ -241,10 +512,10 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 	if (ready_count > 0)
 	{
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(ready_ids, ready_count));
-		QueueExecute(call, PLAN_MAKE_READY, args, NULL, SPI_OK_UPDATE);
+		QueueExecute(call, &statements[PLAN_MAKE_READY], args, NULL, SPI_OK_UPDATE);
 	}
-	FailJobs(call, PLAN_FAIL_EXHAUSTED, exhausted_ids, exhausted_count);
-	FailJobs(call, PLAN_FAIL_EXPIRED, expired_ids, expired_count);
+	FailJobs(call, &statements[PLAN_FAIL_EXHAUSTED], exhausted_ids, exhausted_count);
+	FailJobs(call, &statements[PLAN_FAIL_EXPIRED], expired_ids, expired_count);
 }
 
 /* What a claim hands out, the same for every queue of the call. */
@@ -259,7 +530,7 @@ typedef struct ClaimTerms
  * candidates.
  */
 static void
-AddCandidates(const JqCall *call, QueuePlanId plan, JobTable search, Datum *args,
+AddCandidates(const JqCall *call, JqStatement *plan, JobTable search, Datum *args,
 			  Candidates *found)
 {
 	bool		knows_partition = JqCallSince(call, JQ_API_1_3);
@@ -314,17 +585,17 @@ FindClaimCandidates(const JqCall *call, Datum queue, int limit, const ClaimStart
 	args[1] = TimestampTzGetDatum(call->now);
 	args[2] = Int32GetDatum(limit);
 	if (start == NULL || !start->from_position)
-		AddCandidates(call, PLAN_CLAIM_CANDIDATES, search, args, found);
+		AddCandidates(call, &statements[PLAN_CLAIM_CANDIDATES], search, args, found);
 	else
 	{
 		args[3] = Int32GetDatum(start->at.priority);
 		args[4] = TimestampTzGetDatum(start->at.available_at);
 		args[5] = Int64GetDatum(start->at.id);
-		AddCandidates(call, PLAN_CLAIM_CANDIDATES_FROM, search, args, found);
+		AddCandidates(call, &statements[PLAN_CLAIM_CANDIDATES_FROM], search, args, found);
 		if (found->count < limit)
 		{
 			args[2] = Int32GetDatum(limit - found->count);
-			AddCandidates(call, PLAN_CLAIM_CANDIDATES_BELOW, search, args, found);
+			AddCandidates(call, &statements[PLAN_CLAIM_CANDIDATES_BELOW], search, args, found);
 		}
 	}
 	qsort(found->slots, found->count, sizeof(ClaimSlot), CompareLeadingIds);
@@ -378,7 +649,7 @@ ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 		args[3] = TimestampTzGetDatum(QueueTimeAfter(call->now, terms->lease));
 	args[4] = PointerGetDatum(terms->worker);
 	args[5] = Int64GetDatum(FencingTokenBase());
-	QueueExecuteOn(call, PLAN_CLAIM_UPDATE, table, args, nulls, SPI_OK_UPDATE_RETURNING);
+	QueueExecuteOn(call, &statements[PLAN_CLAIM_UPDATE], table, args, nulls, SPI_OK_UPDATE_RETURNING);
 }
 
 /*

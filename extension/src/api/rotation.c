@@ -43,6 +43,66 @@
 
 PG_FUNCTION_INFO_V1(jobqueue_rotate);
 
+/* Every column of a job but its ring partition: what a rotation moves unchanged. */
+#define RING_MOVED_COLUMNS \
+	"id, queue, name, payload, attempts, max_attempts, priority, unique_key, available_at," \
+	" reserved_until, reserved_by, last_error, created_at, token, ready, deadline"
+
+/*
+ * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
+ * job of a ring partition, unchanged, to ring partition $1, or to long
+ * when it is not held and due after $2 (a long delay or backoff).
+ */
+#define RING_MOVE_SQL(columns) \
+	"WITH moved AS (" \
+	"  DELETE FROM @J@ RETURNING *" \
+	")" \
+	" INSERT INTO @S@.queue_jobs (" columns ", ring)" \
+	" SELECT " columns "," \
+	"  CASE WHEN available_at > $2 AND NOT " HELD " THEN " SQL_NUMBER(JQ_RING_LONG) " ELSE $1 END" \
+	" FROM moved" \
+	" RETURNING queue, priority, available_at, id, ready"
+
+/* What the flow control (1.5) adds to a job, copied when a rotation moves it. */
+#define FLOW_COLUMNS "concurrency_key, flow, parked_run_at, waiting_parents, has_children"
+
+/*
+ * The statements of rotation.c, run by the statement engine (exec/statements.c);
+ * registered once (rotation_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_RING_LIVE_JOBS,
+	PLAN_RING_MOVE,
+	NUM_ROTATION_STATEMENTS
+};
+
+static JqStatement statements[NUM_ROTATION_STATEMENTS] = {
+	[PLAN_RING_LIVE_JOBS] = {.name = "ring_live_jobs", .text = {
+		/* The live jobs of a ring partition, counted up to one more than a rotation moves. */
+		[JQ_API_1_3] = {
+			"SELECT pg_catalog.count(*) FROM"
+			" (SELECT 1 FROM @J@ LIMIT " SQL_NUMBER(JQ_RING_MOVE_MAX) " + 1) live",
+			0, {0},
+			.per_partition = true
+		},
+	}},
+	[PLAN_RING_MOVE] = {.name = "ring_move", .text = {
+		[JQ_API_1_3] = {
+			RING_MOVE_SQL(RING_MOVED_COLUMNS),
+			2, {INT2OID, TIMESTAMPTZOID},
+			.per_partition = true
+		},
+		[JQ_API_1_5] = {
+			RING_MOVE_SQL(RING_MOVED_COLUMNS ", " FLOW_COLUMNS),
+			2, {INT2OID, TIMESTAMPTZOID},
+			.per_partition = true
+		},
+	}},
+};
+
+JqStatementSet rotation_statements = JQ_STATEMENT_SET(statements);
+
 static int	ring_lock_timeout_ms = JQ_DEFAULT_RING_LOCK_TIMEOUT_MS;
 
 /*
@@ -190,7 +250,7 @@ MoveAndTruncate(const JqCall *call, int ring, int to)
 	args[1] = TimestampTzGetDatum(call->now + (int64) jobqueue_ring_period_seconds * USECS_PER_SEC);
 	/* the rows only move: flow control (flow.c) must not see jobs leave */
 	removal = SetJobRemoval(JOB_REMOVAL_MOVED);
-	QueueExecuteOn(&move_call, PLAN_RING_MOVE, RingJobTable(ring), args, NULL,
+	QueueExecuteOn(&move_call, &statements[PLAN_RING_MOVE], RingJobTable(ring), args, NULL,
 				   SPI_OK_INSERT_RETURNING);
 	SetJobRemoval(removal);
 	moved = SPI_processed;
@@ -247,7 +307,7 @@ RotateRing(const JqCall *call, int ring)
 		result.outcome = "busy";
 	else
 	{
-		QueueExecuteOn(call, PLAN_RING_LIVE_JOBS, RingJobTable(result.ring), NULL, NULL,
+		QueueExecuteOn(call, &statements[PLAN_RING_LIVE_JOBS], RingJobTable(result.ring), NULL, NULL,
 					   SPI_OK_SELECT);
 		if (SpiInt8(0, 1) > JQ_RING_MOVE_MAX)
 			result.outcome = "too many";

@@ -29,6 +29,79 @@ PG_FUNCTION_INFO_V1(jobqueue_tick);
 PG_FUNCTION_INFO_V1(jobqueue_tick_1_3);
 PG_FUNCTION_INFO_V1(jobqueue_cron_next);
 
+/*
+ * The statements of schedules.c, run by the statement engine (exec/statements.c);
+ * registered once (schedules_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_SCHEDULE_LOCK,
+	PLAN_SCHEDULE_UPSERT,
+	PLAN_SCHEDULE_REMOVE,
+	PLAN_SCHEDULE_LIST,
+	PLAN_SCHEDULE_DUE,
+	PLAN_SCHEDULE_ADVANCE,
+	NUM_SCHEDULES_STATEMENTS
+};
+
+static JqStatement statements[NUM_SCHEDULES_STATEMENTS] = {
+	[PLAN_SCHEDULE_LOCK] = {.name = "schedule_lock", .text = {
+		[JQ_API_1_2] = {
+			"SELECT last_window FROM @S@.queue_schedules WHERE name = $1 FOR UPDATE",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_SCHEDULE_UPSERT] = {.name = "schedule_upsert", .text = {
+		[JQ_API_1_2] = {
+			"INSERT INTO @S@.queue_schedules AS s"
+			" (name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled,"
+			"  catch_up, next_due, created_at, updated_at)"
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)"
+			" ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, job_name = excluded.job_name,"
+			"  payload = excluded.payload, queue = excluded.queue, priority = excluded.priority,"
+			"  max_attempts = excluded.max_attempts, time_zone = excluded.time_zone,"
+			"  enabled = excluded.enabled, catch_up = excluded.catch_up,"
+			"  next_due = excluded.next_due, updated_at = excluded.updated_at",
+			12, {TEXTOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID, INT4OID, INT4OID, TEXTOID, BOOLOID,
+				BOOLOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_SCHEDULE_REMOVE] = {.name = "schedule_remove", .text = {
+		[JQ_API_1_2] = {
+			"DELETE FROM @S@.queue_schedules WHERE name = $1",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_SCHEDULE_LIST] = {.name = "schedule_list", .text = {
+		[JQ_API_1_2] = {
+			"SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone, enabled,"
+			"  catch_up, next_due, last_window, last_job_id"
+			" FROM @S@.queue_schedules ORDER BY name COLLATE \"C\"",
+			0, {0}
+		},
+	}},
+	[PLAN_SCHEDULE_DUE] = {.name = "schedule_due", .text = {
+		/* Due schedules, locked: a concurrent tick skips them instead of waiting. */
+		[JQ_API_1_2] = {
+			"SELECT name, cron, job_name, payload, queue, priority, max_attempts, time_zone,"
+			"  catch_up, next_due"
+			" FROM @S@.queue_schedules WHERE enabled AND next_due <= $1"
+			" ORDER BY next_due LIMIT " SQL_NUMBER(JQ_TICK_BATCH) " FOR UPDATE SKIP LOCKED",
+			1, {TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_SCHEDULE_ADVANCE] = {.name = "schedule_advance", .text = {
+		[JQ_API_1_2] = {
+			"UPDATE @S@.queue_schedules"
+			" SET next_due = $2, last_window = $3, last_job_id = $4, updated_at = $5"
+			" WHERE name = $1",
+			5, {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID}
+		},
+	}},
+};
+
+JqStatementSet schedules_statements = JQ_STATEMENT_SET(statements);
+
 #define CATCH_UP_LIMIT 1000
 
 /* Columns of PLAN_SCHEDULE_DUE. */
@@ -103,11 +176,11 @@ jobqueue_schedule_set(PG_FUNCTION_ARGS)
 	SPI_connect();
 	/* a replaced schedule's windows continue after its last one */
 	from = call.now;
-	QueueExecute(&call, PLAN_SCHEDULE_LOCK, &args[UPSERT_NAME], NULL, SPI_OK_SELECT);
+	QueueExecute(&call, &statements[PLAN_SCHEDULE_LOCK], &args[UPSERT_NAME], NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1 && !SpiIsNull(0, 1) && SpiTimestampTz(0, 1) > from)
 		from = SpiTimestampTz(0, 1);	/* last_window */
 	args[UPSERT_NEXT_DUE] = TimestampTzGetDatum(CronNextAfter(&schedule, from, zone));
-	QueueExecute(&call, PLAN_SCHEDULE_UPSERT, args, NULL, SPI_OK_INSERT);
+	QueueExecute(&call, &statements[PLAN_SCHEDULE_UPSERT], args, NULL, SPI_OK_INSERT);
 	SPI_finish();
 
 	PG_RETURN_DATUM(args[UPSERT_NEXT_DUE]);
@@ -123,7 +196,7 @@ jobqueue_schedule_remove(PG_FUNCTION_ARGS)
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_2);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "name", NULL, JQ_JOB_NAME_MAX));
-	removed = RunAlone(&call, PLAN_SCHEDULE_REMOVE, args, NULL, SPI_OK_DELETE) == 1;
+	removed = RunAlone(&call, &statements[PLAN_SCHEDULE_REMOVE], args, NULL, SPI_OK_DELETE) == 1;
 	PG_RETURN_BOOL(removed);
 }
 
@@ -134,7 +207,7 @@ jobqueue_schedule_list(PG_FUNCTION_ARGS)
 	JqCall		call;
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_2);
-	return ReturnRowsOf(&call, PLAN_SCHEDULE_LIST, NULL, NULL);
+	return ReturnRowsOf(&call, &statements[PLAN_SCHEDULE_LIST], NULL, NULL);
 }
 
 /*
@@ -288,7 +361,7 @@ TickSchedule(const JqCall *call, DueSchedule *due, TimestampTz *windows, List **
 	args[2] = TimestampTzGetDatum(windows[count - 1]);
 	args[3] = Int64GetDatum(id);
 	args[4] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_SCHEDULE_ADVANCE, args, NULL, SPI_OK_UPDATE);
+	QueueExecute(call, &statements[PLAN_SCHEDULE_ADVANCE], args, NULL, SPI_OK_UPDATE);
 }
 
 /*
@@ -304,7 +377,7 @@ TickDueBatch(const JqCall *call, TimestampTz *windows, List **wake)
 	uint64		due_count;
 
 	args[0] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_SCHEDULE_DUE, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_SCHEDULE_DUE], args, NULL, SPI_OK_SELECT);
 	due_count = SPI_processed;
 	due = palloc(sizeof(DueSchedule) * Max(due_count, 1));
 	for (uint64 row = 0; row < due_count; row++)

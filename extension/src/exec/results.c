@@ -120,14 +120,14 @@ SpiTakeResult(void)
  * run it and copy every row, as it is, into the call's set result.
  */
 Datum
-ReturnRowsOf(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls)
+ReturnRowsOf(const JqCall *call, JqStatement *statement, Datum *values, const char *nulls)
 {
 	ReturnSetInfo *rsinfo;
 
 	InitMaterializedSRF(call->fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
 	SPI_connect();
-	QueueExecute(call, id, values, nulls, SPI_OK_SELECT);
+	QueueExecute(call, statement, values, nulls, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -142,12 +142,12 @@ ReturnRowsOf(const JqCall *call, QueuePlanId id, Datum *values, const char *null
  * its own; returns how many rows it processed.
  */
 uint64
-RunAlone(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls, int expected)
+RunAlone(const JqCall *call, JqStatement *statement, Datum *values, const char *nulls, int expected)
 {
 	uint64		processed;
 
 	SPI_connect();
-	QueueExecute(call, id, values, nulls, expected);
+	QueueExecute(call, statement, values, nulls, expected);
 	processed = SPI_processed;
 	SPI_finish();
 	return processed;

@@ -23,6 +23,91 @@ PG_FUNCTION_INFO_V1(jobqueue_concurrency_list);
 PG_FUNCTION_INFO_V1(jobqueue_concurrency_keys);
 PG_FUNCTION_INFO_V1(jobqueue_blocked);
 
+/*
+ * The statements of concurrency.c, run by the statement engine (exec/statements.c);
+ * registered once (concurrency_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_KEYS_WAITING,
+	PLAN_KEY_LIMIT_SET,
+	PLAN_KEY_LIMIT_REMOVE,
+	PLAN_KEY_LIMIT_LIST,
+	PLAN_KEYS_IN_USE,
+	PLAN_BLOCKED,
+	NUM_CONCURRENCY_STATEMENTS
+};
+
+static JqStatement statements[NUM_CONCURRENCY_STATEMENTS] = {
+	[PLAN_KEYS_WAITING] = {.name = "keys_waiting", .text = {
+		/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
+			" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)",
+			2, {TEXTOID, TEXTOID}
+		},
+	}},
+	[PLAN_KEY_LIMIT_SET] = {.name = "key_limit_set", .text = {
+		/* The concurrency limits. */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_key_limits AS l (queue, key_prefix, max_running, updated_at)"
+			" VALUES ($1, $2, $3, $4)"
+			" ON CONFLICT (queue, key_prefix) DO UPDATE"
+			" SET max_running = excluded.max_running, updated_at = excluded.updated_at",
+			4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_KEY_LIMIT_REMOVE] = {.name = "key_limit_remove", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "DELETE FROM @S@.queue_key_limits WHERE queue = $1 AND key_prefix = $2",
+			2, {TEXTOID, TEXTOID}
+		},
+	}},
+	[PLAN_KEY_LIMIT_LIST] = {.name = "key_limit_list", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT queue, key_prefix, max_running FROM @S@.queue_key_limits"
+			" ORDER BY queue, key_prefix",
+			0, {0}
+		},
+	}},
+	[PLAN_KEYS_IN_USE] = {.name = "keys_in_use", .text = {
+		/* The keys in use (of queue $1, or all): limit, slots taken, jobs waiting. */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "WITH waiting AS ("
+			"  SELECT queue, concurrency_key, pg_catalog.count(*) AS jobs FROM @S@.queue_jobs"
+			"  WHERE flow = 'key' AND ($1::pg_catalog.text IS NULL OR queue = $1)"
+			"  GROUP BY queue, concurrency_key"
+			"), taken AS ("
+			"  SELECT queue, concurrency_key, running FROM @S@.queue_key_slots"
+			"  WHERE $1::pg_catalog.text IS NULL OR queue = $1"
+			"), keys AS ("
+			"  SELECT coalesce(t.queue, w.queue) AS queue,"
+			"   coalesce(t.concurrency_key, w.concurrency_key) AS concurrency_key,"
+			"   coalesce(t.running, 0) AS running, coalesce(w.jobs, 0) AS waiting"
+			"  FROM taken t FULL JOIN waiting w"
+			"   ON t.queue = w.queue AND t.concurrency_key = w.concurrency_key"
+			")"
+			" SELECT k.queue, k.concurrency_key, " KEY_LIMIT("k.queue", "k.concurrency_key") ","
+			"  k.running, k.waiting"
+			" FROM keys k ORDER BY k.queue, k.concurrency_key",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_BLOCKED] = {.name = "blocked", .text = {
+		/* Per queue (of $1, or all), the jobs held back by flow control. */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT queue, pg_catalog.count(*) FILTER (WHERE flow = 'key'),"
+			"  pg_catalog.count(*) FILTER (WHERE flow = 'parents')"
+			" FROM @S@.queue_jobs"
+			" WHERE flow IN ('key', 'parents') AND ($1::pg_catalog.text IS NULL OR queue = $1)"
+			" GROUP BY queue ORDER BY queue",
+			1, {TEXTOID}
+		},
+	}},
+};
+
+JqStatementSet concurrency_statements = JQ_STATEMENT_SET(statements);
+
 /* A key prefix: required, '' (every key) to JQ_CONCURRENCY_KEY_MAX characters. */
 static text *
 ArgKeyPrefix(FunctionCallInfo fcinfo, int argno)
@@ -53,9 +138,9 @@ jobqueue_concurrency_set(PG_FUNCTION_ARGS)
 	args[3] = TimestampTzGetDatum(call.now);
 
 	SPI_connect();
-	QueueExecute(&call, PLAN_KEY_LIMIT_SET, args, NULL, SPI_OK_INSERT);
+	QueueExecute(&call, &statements[PLAN_KEY_LIMIT_SET], args, NULL, SPI_OK_INSERT);
 	/* a raised limit: the keys it covers let their waiting jobs run now */
-	QueueExecute(&call, PLAN_KEYS_WAITING, args, NULL, SPI_OK_SELECT);
+	QueueExecute(&call, &statements[PLAN_KEYS_WAITING], args, NULL, SPI_OK_SELECT);
 	keys = SpiTakeResult();
 	for (uint64 row = 0; row < keys->numvals; row++)
 	{
@@ -83,7 +168,7 @@ jobqueue_concurrency_remove(PG_FUNCTION_ARGS)
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_5);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 	args[1] = PointerGetDatum(ArgKeyPrefix(fcinfo, 1));
-	PG_RETURN_BOOL(RunAlone(&call, PLAN_KEY_LIMIT_REMOVE, args, NULL, SPI_OK_DELETE) == 1);
+	PG_RETURN_BOOL(RunAlone(&call, &statements[PLAN_KEY_LIMIT_REMOVE], args, NULL, SPI_OK_DELETE) == 1);
 }
 
 /* queue_concurrency_list() returns (queue, key_prefix, max_running) */
@@ -93,7 +178,7 @@ jobqueue_concurrency_list(PG_FUNCTION_ARGS)
 	JqCall		call;
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
-	return ReturnRowsOf(&call, PLAN_KEY_LIMIT_LIST, NULL, NULL);
+	return ReturnRowsOf(&call, &statements[PLAN_KEY_LIMIT_LIST], NULL, NULL);
 }
 
 /* The optional queue argument of the reads: NULL for every queue. */
@@ -120,7 +205,7 @@ jobqueue_concurrency_keys(PG_FUNCTION_ARGS)
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
 	ArgQueueOrAll(fcinfo, &args[0], &nulls[0]);
-	return ReturnRowsOf(&call, PLAN_KEYS_IN_USE, args, nulls);
+	return ReturnRowsOf(&call, &statements[PLAN_KEYS_IN_USE], args, nulls);
 }
 
 /* queue_blocked(queue) returns (queue, waiting_for_key, waiting_for_parents) */
@@ -133,5 +218,5 @@ jobqueue_blocked(PG_FUNCTION_ARGS)
 
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
 	ArgQueueOrAll(fcinfo, &args[0], &nulls[0]);
-	return ReturnRowsOf(&call, PLAN_BLOCKED, args, nulls);
+	return ReturnRowsOf(&call, &statements[PLAN_BLOCKED], args, nulls);
 }

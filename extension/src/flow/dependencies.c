@@ -20,6 +20,69 @@
 
 #include "utils/builtins.h"
 
+/*
+ * The statements of dependencies.c, run by the statement engine (exec/statements.c);
+ * registered once (dependencies_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_PARENTS_LOCK,
+	PLAN_PARENTS_MARK,
+	PLAN_PARENTS_FAILED,
+	PLAN_PUSH_CHILD,
+	PLAN_ADD_PARENTS,
+	NUM_DEPENDENCIES_STATEMENTS
+};
+
+static JqStatement statements[NUM_DEPENDENCIES_STATEMENTS] = {
+	[PLAN_PARENTS_LOCK] = {.name = "parents_lock", .text = {
+		/*
+			 * The parents of a new child that are live jobs, locked against their
+			 * deletion (not against claims) until the child's push commits; then
+			 * those not marked yet marked (an UPDATE per child would give one
+			 * parent a row version per child).
+			 */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs WHERE id = ANY ($1) FOR KEY SHARE",
+			1, {INT8ARRAYOID}
+		},
+	}},
+	[PLAN_PARENTS_MARK] = {.name = "parents_mark", .text = {
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs SET has_children = true WHERE id = ANY ($1) AND NOT has_children",
+			1, {INT8ARRAYOID}
+		},
+	}},
+	[PLAN_PARENTS_FAILED] = {.name = "parents_failed", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT id FROM @S@.queue_failed_jobs WHERE id = ANY ($1) FOR SHARE",
+			1, {INT8ARRAYOID}
+		},
+	}},
+	[PLAN_PUSH_CHILD] = {.name = "push_child", .text = {
+		/* A child ($1..$9 as a push's, $10 the parents it waits for), held back. */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
+			" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
+			"  deadline, concurrency_key, flow, parked_run_at, waiting_parents)"
+			" VALUES (pg_catalog.nextval('@S@.queue_jobs_id_seq'), $1, $2, $3, $4, $5, " HELD_BACK_AT ","
+			"  false, $7, $9, $8, 'parents', $6, $10)"
+			" RETURNING id",
+			10, {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+				TEXTOID, TIMESTAMPTZOID, INT4OID}
+		},
+	}},
+	[PLAN_ADD_PARENTS] = {.name = "add_parents", .text = {
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_job_parents (parent, child, run_anyway)"
+			" SELECT p, $1, $3 FROM pg_catalog.unnest($2) p",
+			3, {INT8OID, INT8ARRAYOID, BOOLOID}
+		},
+	}},
+};
+
+JqStatementSet dependencies_statements = JQ_STATEMENT_SET(statements);
+
 /* Whether id is among the sorted ids. */
 static bool
 IdAmong(int64 id, const int64 *ids, int count)
@@ -70,12 +133,12 @@ InsertChild(const JqCall *call, const JobSpec *job)
 	int64		id;
 
 	args[0] = PointerGetDatum(IdArray(job->parents, job->parent_count));
-	QueueExecute(call, PLAN_PARENTS_LOCK, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_PARENTS_LOCK], args, NULL, SPI_OK_SELECT);
 	live = SortedResultIds(&live_count);
-	QueueExecute(call, PLAN_PARENTS_MARK, args, NULL, SPI_OK_UPDATE);
+	QueueExecute(call, &statements[PLAN_PARENTS_MARK], args, NULL, SPI_OK_UPDATE);
 	if (live_count < job->parent_count)
 	{
-		QueueExecute(call, PLAN_PARENTS_FAILED, args, NULL, SPI_OK_SELECT);
+		QueueExecute(call, &statements[PLAN_PARENTS_FAILED], args, NULL, SPI_OK_SELECT);
 		failed = SortedResultIds(&failed_count);
 	}
 	for (int i = 0; i < job->parent_count; i++)
@@ -108,7 +171,7 @@ InsertChild(const JqCall *call, const JobSpec *job)
 	args[8] = TimestampTzGetDatum(job->deadline);
 	nulls[8] = job->has_deadline ? ' ' : 'n';
 	args[9] = Int32GetDatum(waiting);
-	QueueExecute(call, PLAN_PUSH_CHILD, args, nulls, SPI_OK_INSERT_RETURNING);
+	QueueExecute(call, &statements[PLAN_PUSH_CHILD], args, nulls, SPI_OK_INSERT_RETURNING);
 	id = SpiInt8(0, 1);
 	CountJobs(job->queue, JOB_PUSHED, 1);
 
@@ -117,7 +180,7 @@ InsertChild(const JqCall *call, const JobSpec *job)
 		args[0] = Int64GetDatum(id);
 		args[1] = PointerGetDatum(IdArray(waited_for, waited_count));
 		args[2] = BoolGetDatum(job->run_if_parent_fails);
-		QueueExecute(call, PLAN_ADD_PARENTS, args, NULL, SPI_OK_INSERT);
+		QueueExecute(call, &statements[PLAN_ADD_PARENTS], args, NULL, SPI_OK_INSERT);
 	}
 	if (failed_count > 0 && !job->run_if_parent_fails)
 		ChildrenFollowParent(call, failed[0], false);

@@ -58,6 +58,173 @@ PG_FUNCTION_INFO_V1(jobqueue_flow_job_removed);
 PG_FUNCTION_INFO_V1(jobqueue_flow_failed_removed);
 PG_FUNCTION_INFO_V1(jobqueue_flow_jobs_truncated);
 
+/*
+ * Held-back jobs (where) let go as flow, at their own run-at (ready if it
+ * is by now): what they return is what flow.c notes (LetGoColumn there).
+ */
+#define LET_GO_SQL(flow, now, where) \
+	JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs" \
+	" SET flow = " flow ", available_at = parked_run_at, ready = parked_run_at <= " now "," \
+	"     parked_run_at = NULL" \
+	" WHERE " where \
+	" RETURNING queue, priority, available_at, id, ready, " WANTS_WAKEUPS_OF("queue_jobs.queue")
+
+/*
+ * A job's flow as a re-check of rows found by id, written so that the
+ * partial indexes on flow (the jobs waiting for a key, for parents) cannot
+ * serve the statement instead of the primary keys (as STILL_READY).
+ */
+#define FLOW_IS(value) "coalesce(flow, '') = " value
+
+/*
+ * The statements of flow.c, run by the statement engine (exec/statements.c);
+ * registered once (flow_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_KEY_TAKE_SLOT,
+	PLAN_KEY_LOCK_SLOTS,
+	PLAN_KEY_SET_RUNNING,
+	PLAN_KEY_DROP_SLOTS,
+	PLAN_KEY_ADMIT_WAITING,
+	PLAN_FLOW_LET_GO,
+	PLAN_FLOW_WAIT_FOR_KEY,
+	PLAN_JOB_IS_FAILED,
+	PLAN_FAILED_SET_KEY,
+	PLAN_CHILDREN_DONE,
+	PLAN_CHILDREN_FOLLOW,
+	PLAN_PARENT_FORGET,
+	NUM_FLOW_STATEMENTS
+};
+
+static JqStatement statements[NUM_FLOW_STATEMENTS] = {
+	[PLAN_KEY_TAKE_SLOT] = {.name = "key_take_slot", .text = {
+		/*
+			 * Concurrency keys.  Take a slot of key $2 of queue $1 if fewer than
+			 * its limit are taken; either way the key's row stays locked until the
+			 * transaction ends, so the jobs that hold and wait for the key's slots
+			 * change one transaction at a time.
+			 */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_key_slots AS s (queue, concurrency_key, running)"
+			" VALUES ($1, $2, 1)"
+			" ON CONFLICT (queue, concurrency_key) DO UPDATE SET running = s.running + 1"
+			" WHERE s.running < " KEY_LIMIT("$1", "$2")
+			" RETURNING running",
+			2, {TEXTOID, TEXTOID}
+		},
+	}},
+	[PLAN_KEY_LOCK_SLOTS] = {.name = "key_lock_slots", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT running, " KEY_LIMIT("$1", "$2") " FROM @S@.queue_key_slots"
+			" WHERE queue = $1 AND concurrency_key = $2 FOR UPDATE",
+			2, {TEXTOID, TEXTOID}
+		},
+	}},
+	[PLAN_KEY_SET_RUNNING] = {.name = "key_set_running", .text = {
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "UPDATE @S@.queue_key_slots SET running = $3 WHERE queue = $1 AND concurrency_key = $2",
+			3, {TEXTOID, TEXTOID, INT4OID}
+		},
+	}},
+	[PLAN_KEY_DROP_SLOTS] = {.name = "key_drop_slots", .text = {
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "DELETE FROM @S@.queue_key_slots WHERE queue = $1 AND concurrency_key = $2",
+			2, {TEXTOID, TEXTOID}
+		},
+	}},
+	[PLAN_KEY_ADMIT_WAITING] = {.name = "key_admit_waiting", .text = {
+		/*
+			 * The next $3 jobs waiting for a slot of the key, in the order they get
+			 * one, take a slot and may run at their own run-at ($4: now).  Run after
+			 * the key's row is locked, by a statement of its own: its snapshot then
+			 * sees every job that waits for the key, and no other session admits
+			 * them meanwhile: so the search locks nothing, and the UPDATE needs no
+			 * re-check of flow (which would let the waiting index serve it instead
+			 * of the primary keys); a job cancelled meanwhile is just not admitted.
+			 */
+		[JQ_API_1_5] = {
+			LET_GO_SQL("'slot'", "$4",
+					   "id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
+					   "   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
+					   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"),
+			4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_FLOW_LET_GO] = {.name = "flow_let_go", .text = {
+		/*
+			 * A held-back job ($1) may run: as flow $3 (NULL, or 'slot' when it
+			 * took a slot of its key), at its own run-at.
+			 */
+		[JQ_API_1_5] = {
+			LET_GO_SQL("$3", "$2", "id = $1 AND flow IN ('key', 'parents')"),
+			3, {INT8OID, TIMESTAMPTZOID, TEXTOID}
+		},
+	}},
+	[PLAN_FLOW_WAIT_FOR_KEY] = {.name = "flow_wait_for_key", .text = {
+		/* A job whose parents are done, now waiting for a slot of its key. */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "UPDATE @S@.queue_jobs SET flow = 'key' WHERE id = $1 AND " FLOW_IS("'parents'"),
+			1, {INT8OID}
+		},
+	}},
+	[PLAN_JOB_IS_FAILED] = {.name = "job_is_failed", .text = {
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "SELECT 1 FROM @S@.queue_failed_jobs WHERE id = $1",
+			1, {INT8OID}
+		},
+	}},
+	[PLAN_FAILED_SET_KEY] = {.name = "failed_set_key", .text = {
+		/* A job with a concurrency key gone to the failed table keeps its key there. */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "UPDATE @S@.queue_failed_jobs SET concurrency_key = $2 WHERE id = $1",
+			2, {INT8OID, TEXTOID}
+		},
+	}},
+	[PLAN_CHILDREN_DONE] = {.name = "children_done", .text = {
+		/*
+			 * Dependencies.  A parent ($1) is done for the children that wait for
+			 * it ($2 false: it completed) or that run anyway ($2 true: it failed):
+			 * each waits for one parent less.
+			 */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "WITH done AS ("
+			"  DELETE FROM @S@.queue_job_parents WHERE parent = $1 AND (NOT $2 OR run_anyway)"
+			"  RETURNING child"
+			")"
+			" UPDATE @S@.queue_jobs j SET waiting_parents = j.waiting_parents - 1"
+			" WHERE j.id = ANY (ARRAY(SELECT child FROM done)) AND " FLOW_IS("'parents'")
+			" RETURNING j.id, j.waiting_parents, j.concurrency_key, j.queue",
+			2, {INT8OID, BOOLOID}
+		},
+	}},
+	[PLAN_CHILDREN_FOLLOW] = {.name = "children_follow", .text = {
+		/* The children of a failed or cancelled parent ($1) follow it, with error $2 at $3. */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "WITH moved AS ("
+			"  DELETE FROM @S@.queue_jobs"
+			"  WHERE id = ANY (ARRAY(SELECT d.child FROM @S@.queue_job_parents d"
+			"                        WHERE d.parent = $1 AND NOT d.run_anyway))"
+			"   AND " FLOW_IS("'parents'")
+			"  RETURNING *"
+			")"
+			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ", concurrency_key)"
+			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts, $2, $3,"
+			"  created_at, concurrency_key FROM moved"
+			" RETURNING queue",
+			3, {INT8OID, TEXTOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_PARENT_FORGET] = {.name = "parent_forget", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "DELETE FROM @S@.queue_job_parents WHERE parent = $1",
+			1, {INT8OID}
+		},
+	}},
+};
+
+JqStatementSet flow_statements = JQ_STATEMENT_SET(statements);
+
 /* Why jobs are being deleted from queue_jobs now; reset when a (sub)transaction aborts. */
 static JobRemoval current_removal = JOB_REMOVAL_FINISHED;
 
@@ -88,6 +255,10 @@ ResetRemovalAtSubAbort(SubXactEvent event, SubTransactionId sub, SubTransactionI
 void
 JobqueueDefineFlow(void)
 {
+	RegisterStatements(&concurrency_statements);
+	RegisterStatements(&dependencies_statements);
+	RegisterStatements(&flow_statements);
+	RegisterStatements(&ratelimit_statements);
 	RegisterXactCallback(ResetRemovalAtAbort, NULL);
 	RegisterSubXactCallback(ResetRemovalAtSubAbort, NULL);
 }
@@ -100,7 +271,7 @@ TakeKeySlot(const JqCall *call, text *queue, text *key)
 {
 	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key)};
 
-	QueueExecute(call, PLAN_KEY_TAKE_SLOT, args, NULL, SPI_OK_INSERT_RETURNING);
+	QueueExecute(call, &statements[PLAN_KEY_TAKE_SLOT], args, NULL, SPI_OK_INSERT_RETURNING);
 	return SPI_processed == 1;
 }
 
@@ -147,7 +318,7 @@ LetJobGo(const JqCall *call, int64 id, const char *flow)
 	args[0] = Int64GetDatum(id);
 	args[1] = TimestampTzGetDatum(call->now);
 	args[2] = flow == NULL ? (Datum) 0 : CStringGetTextDatum(flow);
-	QueueExecute(call, PLAN_FLOW_LET_GO, args, nulls, SPI_OK_UPDATE_RETURNING);
+	QueueExecute(call, &statements[PLAN_FLOW_LET_GO], args, nulls, SPI_OK_UPDATE_RETURNING);
 	NoteJobsLetGo(call);		/* none if it is not held back any more */
 }
 
@@ -188,7 +359,7 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 	int32		running;
 	int32		limit;
 
-	QueueExecute(call, PLAN_KEY_LOCK_SLOTS, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_KEY_LOCK_SLOTS], args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		return;					/* no job holds or waits for a slot of the key */
 	was_running = SpiInt32(0, 1);
@@ -198,14 +369,14 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 	{
 		args[2] = Int32GetDatum(limit - running);
 		args[3] = TimestampTzGetDatum(call->now);
-		QueueExecute(call, PLAN_KEY_ADMIT_WAITING, args, NULL, SPI_OK_UPDATE_RETURNING);
+		QueueExecute(call, &statements[PLAN_KEY_ADMIT_WAITING], args, NULL, SPI_OK_UPDATE_RETURNING);
 		running += NoteJobsLetGo(call);
 	}
 	args[2] = Int32GetDatum(running);
 	if (running == 0)
-		QueueExecute(call, PLAN_KEY_DROP_SLOTS, args, NULL, SPI_OK_DELETE);
+		QueueExecute(call, &statements[PLAN_KEY_DROP_SLOTS], args, NULL, SPI_OK_DELETE);
 	else if (running != was_running)
-		QueueExecute(call, PLAN_KEY_SET_RUNNING, args, NULL, SPI_OK_UPDATE);
+		QueueExecute(call, &statements[PLAN_KEY_SET_RUNNING], args, NULL, SPI_OK_UPDATE);
 }
 
 /*
@@ -233,7 +404,7 @@ ReleaseChild(const JqCall *call, int64 id, text *queue, text *key)
 	if (key == NULL)
 		LetJobGo(call, id, NULL);
 	else if (!AdmitToFreeSlot(call, id, queue, key))
-		QueueExecute(call, PLAN_FLOW_WAIT_FOR_KEY, args, NULL, SPI_OK_UPDATE);
+		QueueExecute(call, &statements[PLAN_FLOW_WAIT_FOR_KEY], args, NULL, SPI_OK_UPDATE);
 }
 
 /* ------------------------------------------------------------- children */
@@ -254,7 +425,7 @@ ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed)
 	Datum		args[2] = {Int64GetDatum(parent), BoolGetDatum(parent_failed)};
 	SPITupleTable *done;
 
-	QueueExecute(call, PLAN_CHILDREN_DONE, args, NULL, SPI_OK_UPDATE_RETURNING);
+	QueueExecute(call, &statements[PLAN_CHILDREN_DONE], args, NULL, SPI_OK_UPDATE_RETURNING);
 	done = SpiTakeResult();
 	for (uint64 row = 0; row < done->numvals; row++)
 	{
@@ -283,7 +454,7 @@ ChildrenFollowParent(const JqCall *call, int64 parent, bool cancelled)
 	args[0] = Int64GetDatum(parent);
 	args[1] = CStringGetTextDatum(psprintf("parent job " INT64_FORMAT " %s", parent, what));
 	args[2] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, PLAN_CHILDREN_FOLLOW, args, NULL, SPI_OK_INSERT_RETURNING);
+	QueueExecute(call, &statements[PLAN_CHILDREN_FOLLOW], args, NULL, SPI_OK_INSERT_RETURNING);
 	CountJobsOfRows(1, JOB_FAILED);
 }
 
@@ -359,9 +530,9 @@ jobqueue_flow_job_removed(PG_FUNCTION_ARGS)
 
 		/* one statement tells whether it failed, and keeps its key if it did */
 		if (!no_key)
-			QueueExecute(&call, PLAN_FAILED_SET_KEY, args, NULL, SPI_OK_UPDATE);
+			QueueExecute(&call, &statements[PLAN_FAILED_SET_KEY], args, NULL, SPI_OK_UPDATE);
 		else
-			QueueExecute(&call, PLAN_JOB_IS_FAILED, args, NULL, SPI_OK_SELECT);
+			QueueExecute(&call, &statements[PLAN_JOB_IS_FAILED], args, NULL, SPI_OK_SELECT);
 		failed = SPI_processed == 1;
 	}
 	if (!no_flow && !no_key && strcmp(TextDatumGetCString(flow), "slot") == 0)
@@ -376,7 +547,7 @@ jobqueue_flow_job_removed(PG_FUNCTION_ARGS)
 			ChildrenFollowParent(&call, id, cancelled);
 			/* a cancelled parent never comes back; a failed one may be retried */
 			if (cancelled)
-				QueueExecute(&call, PLAN_PARENT_FORGET, args, NULL, SPI_OK_DELETE);
+				QueueExecute(&call, &statements[PLAN_PARENT_FORGET], args, NULL, SPI_OK_DELETE);
 		}
 		else
 			ChildrenParentDone(&call, id, false);

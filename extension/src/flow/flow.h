@@ -42,4 +42,11 @@ extern int64 InsertChild(const JqCall *call, const JobSpec *job);
 extern int	TakeRateLimitedClaims(const JqCall *call, Datum queue, int wanted,
 								  TimestampTz *next_slot);
 
+/* The tables of statements of the folder's files, registered by its Init. */
+extern JqStatementSet concurrency_statements;
+extern JqStatementSet dependencies_statements;
+extern JqStatementSet flow_statements;
+extern JqStatementSet ratelimit_statements;
+
+
 #endif							/* JOBQUEUE_FLOW_H */

@@ -30,6 +30,72 @@ PG_FUNCTION_INFO_V1(jobqueue_rate_limit_remove);
 PG_FUNCTION_INFO_V1(jobqueue_rate_limits);
 PG_FUNCTION_INFO_V1(jobqueue_rate_limit_next);
 
+/*
+ * The statements of ratelimit.c, run by the statement engine (exec/statements.c);
+ * registered once (ratelimit_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_RATE_SET,
+	PLAN_RATE_REMOVE,
+	PLAN_RATE_LIST,
+	PLAN_RATE_READ,
+	PLAN_RATE_LOCK,
+	PLAN_RATE_STORE,
+	NUM_RATELIMIT_STATEMENTS
+};
+
+static JqStatement statements[NUM_RATELIMIT_STATEMENTS] = {
+	[PLAN_RATE_SET] = {.name = "rate_set", .text = {
+		/* Rate limits (ratelimit.c). */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_settings AS s (queue, rate_max, rate_per, rate_tat, updated_at)"
+			" VALUES ($1, $2, $3, NULL, $4)"
+			" ON CONFLICT (queue) DO UPDATE SET rate_max = excluded.rate_max,"
+			"  rate_per = excluded.rate_per, rate_tat = NULL, updated_at = excluded.updated_at",
+			4, {TEXTOID, INT4OID, INTERVALOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_RATE_REMOVE] = {.name = "rate_remove", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "UPDATE @S@.queue_settings SET rate_max = NULL, rate_per = NULL, rate_tat = NULL,"
+			"  updated_at = $2"
+			" WHERE queue = $1 AND rate_max IS NOT NULL",
+			2, {TEXTOID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_RATE_LIST] = {.name = "rate_list", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+			" WHERE rate_max IS NOT NULL ORDER BY queue",
+			0, {0}
+		},
+	}},
+	[PLAN_RATE_READ] = {.name = "rate_read", .text = {
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+			" WHERE queue = $1 AND rate_max IS NOT NULL",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_RATE_LOCK] = {.name = "rate_lock", .text = {
+		/* The claims of a rate-limited queue take their turns on its settings row. */
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "SELECT queue, rate_max, rate_per, rate_tat FROM @S@.queue_settings"
+			" WHERE queue = $1 AND rate_max IS NOT NULL FOR NO KEY UPDATE",
+			1, {TEXTOID}
+		},
+	}},
+	[PLAN_RATE_STORE] = {.name = "rate_store", .text = {
+		[JQ_API_1_5] = {
+			JQ_HOT_PATH_MARK "UPDATE @S@.queue_settings SET rate_tat = $2 WHERE queue = $1",
+			2, {TEXTOID, TIMESTAMPTZOID}
+		},
+	}},
+};
+
+JqStatementSet ratelimit_statements = JQ_STATEMENT_SET(statements);
+
 /* Columns of PLAN_RATE_READ, PLAN_RATE_LOCK and PLAN_RATE_LIST. */
 enum
 {
@@ -98,7 +164,7 @@ TakeRateLimitedClaims(const JqCall *call, Datum queue, int wanted, TimestampTz *
 	int			allowed;
 
 	*next_slot = 0;
-	QueueExecute(call, PLAN_RATE_LOCK, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_RATE_LOCK], args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return wanted;			/* the limit was lifted meanwhile */
 	limit = RateLimitOfRow(0, call->now);
@@ -109,7 +175,7 @@ TakeRateLimitedClaims(const JqCall *call, Datum queue, int wanted, TimestampTz *
 	if (allowed > 0)
 	{
 		args[1] = TimestampTzGetDatum(limit.tat);
-		QueueExecute(call, PLAN_RATE_STORE, args, NULL, SPI_OK_UPDATE);
+		QueueExecute(call, &statements[PLAN_RATE_STORE], args, NULL, SPI_OK_UPDATE);
 	}
 	return allowed;
 }
@@ -138,7 +204,7 @@ jobqueue_rate_limit_set(PG_FUNCTION_ARGS)
 				 errdetail("Months and years have no fixed length; give days, hours, seconds.")));
 	args[2] = PointerGetDatum(per);
 	args[3] = TimestampTzGetDatum(call.now);
-	RunAlone(&call, PLAN_RATE_SET, args, NULL, SPI_OK_INSERT);
+	RunAlone(&call, &statements[PLAN_RATE_SET], args, NULL, SPI_OK_INSERT);
 	PG_RETURN_VOID();
 }
 
@@ -152,7 +218,7 @@ jobqueue_rate_limit_remove(PG_FUNCTION_ARGS)
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_5);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 	args[1] = TimestampTzGetDatum(call.now);
-	PG_RETURN_BOOL(RunAlone(&call, PLAN_RATE_REMOVE, args, NULL, SPI_OK_UPDATE) == 1);
+	PG_RETURN_BOOL(RunAlone(&call, &statements[PLAN_RATE_REMOVE], args, NULL, SPI_OK_UPDATE) == 1);
 }
 
 /* queue_rate_limits() returns (queue, max_claims, per, next_slot) */
@@ -165,7 +231,7 @@ jobqueue_rate_limits(PG_FUNCTION_ARGS)
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
-	QueueExecute(&call, PLAN_RATE_LIST, NULL, NULL, SPI_OK_SELECT);
+	QueueExecute(&call, &statements[PLAN_RATE_LIST], NULL, NULL, SPI_OK_SELECT);
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
 		RateLimit	limit = RateLimitOfRow(row, call.now);
@@ -197,7 +263,7 @@ jobqueue_rate_limit_next(PG_FUNCTION_ARGS)
 	JqCallBegin(&call, fcinfo, JQ_API_1_5);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 	SPI_connect();
-	QueueExecute(&call, PLAN_RATE_READ, args, NULL, SPI_OK_SELECT);
+	QueueExecute(&call, &statements[PLAN_RATE_READ], args, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
 		RateLimit	limit = RateLimitOfRow(0, call.now);

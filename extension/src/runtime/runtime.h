@@ -95,4 +95,10 @@ extern bool QueueWantsWakeups(const JqCall *call, text *queue);
 extern List *AddWakeQueue(List *queues, text *queue);
 extern void WakeQueuesThatWantIt(const JqCall *call, List *queues);
 
+/* The tables of statements of the folder's files, registered by its Init. */
+extern JqStatementSet wakeup_statements;
+
+/* runtime.c */
+extern void RuntimeInit(void);
+
 #endif							/* JOBQUEUE_RUNTIME_H */

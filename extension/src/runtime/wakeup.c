@@ -20,6 +20,27 @@
 #include "commands/async.h"
 #include "utils/builtins.h"
 
+/*
+ * The statements of wakeup.c, run by the statement engine (exec/statements.c);
+ * registered once (wakeup_statements, from the folder's Init).
+ */
+enum
+{
+	PLAN_QUEUE_WANTS_WAKEUPS,
+	NUM_WAKEUP_STATEMENTS
+};
+
+static JqStatement statements[NUM_WAKEUP_STATEMENTS] = {
+	[PLAN_QUEUE_WANTS_WAKEUPS] = {.name = "queue_wants_wakeups", .text = {
+		[JQ_API_1_1] = {
+			JQ_HOT_PATH_MARK "SELECT " WANTS_WAKEUPS,
+			1, {TEXTOID}
+		},
+	}},
+};
+
+JqStatementSet wakeup_statements = JQ_STATEMENT_SET(statements);
+
 /* Queue the wake-up for queue; it is delivered when the transaction commits. */
 void
 WakeQueue(text *queue)
@@ -37,7 +58,7 @@ QueueWantsWakeups(const JqCall *call, text *queue)
 	Datum		args[1];
 
 	args[0] = PointerGetDatum(queue);
-	QueueExecute(call, PLAN_QUEUE_WANTS_WAKEUPS, args, NULL, SPI_OK_SELECT);
+	QueueExecute(call, &statements[PLAN_QUEUE_WANTS_WAKEUPS], args, NULL, SPI_OK_SELECT);
 	return SpiBool(0, 1);		/* NOT EXISTS (...) */
 }
 

@@ -204,7 +204,7 @@ JobTablesToSearch(const JqCall *call, JobTable tables[3])
  * SPI_processed.  Must be called between SPI_connect and SPI_finish.
  */
 uint64
-ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
+ExecuteFindingJob(const JqCall *call, JqStatement *statement, Datum *values, const char *nulls,
 				  int expected, JobTable *found)
 {
 	JobTable	order[3];
@@ -212,12 +212,12 @@ ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char 
 	*found = JOBS_ALL;
 	if (!LockJobPartitions(call, order, NULL))
 	{
-		QueueExecute(call, id, values, nulls, expected);
+		QueueExecute(call, statement, values, nulls, expected);
 		return SPI_processed;
 	}
 	for (int i = 0; i < 3; i++)
 	{
-		QueueExecuteOn(call, id, order[i], values, nulls, expected);
+		QueueExecuteOn(call, statement, order[i], values, nulls, expected);
 		if (SPI_processed > 0)
 		{
 			*found = last_found = order[i];
@@ -229,14 +229,14 @@ ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char 
 
 /* RunAlone for a statement that finds a job by id (ExecuteFindingJob). */
 uint64
-RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values, const char *nulls,
+RunAloneFindingJob(const JqCall *call, JqStatement *statement, Datum *values, const char *nulls,
 				   int expected)
 {
 	uint64		processed;
 	JobTable	found;
 
 	SPI_connect();
-	processed = ExecuteFindingJob(call, id, values, nulls, expected, &found);
+	processed = ExecuteFindingJob(call, statement, values, nulls, expected, &found);
 	SPI_finish();
 	return processed;
 }

@@ -16,6 +16,72 @@
 
 #include "exec/exec.h"
 
+/*
+ * The words of the statements on the job tables (each file's statements are
+ * beside it; these are what several of them say alike).  "@S@" stands for
+ * the extension's schema, "@J@" for the job table (statements.c).
+ */
+/* A contract number quoted into SQL text. */
+#define SQL_NUMBER(n) CppAsString2(n)
+
+/* Columns copied when a job moves to the failed table. */
+#define FAILED_COLUMNS \
+	"id, job_id, queue, name, payload, priority, attempts, max_attempts, " \
+	"error, failed_at, created_at"
+
+/* Held by a claim (live when available_at, the lease's end, is ahead). */
+#define HELD "(NOT ready AND token IS NOT NULL)"
+
+/*
+ * The three states of a job at time "now" (a statement's parameter), as
+ * README defines them for queue_stats: reserved = held by a live lease;
+ * delayed = not held, due later; pending = the rest (due now, including
+ * jobs whose lease ran out).  Every statement that tells the states apart
+ * (the reports, the dashboard's reads in browse.c) says it with these.
+ */
+#define IS_PENDING(now) "(available_at <= " now ")"
+
+#define IS_DELAYED(now) "(available_at > " now " AND NOT " HELD ")"
+
+#define IS_RESERVED(now) "(available_at > " now " AND " HELD ")"
+
+/* The backlog per queue at time $1. */
+#define BACKLOG_COUNTS \
+	"SELECT queue," \
+	"  pg_catalog.count(*) FILTER (WHERE " IS_PENDING("$1") ") AS pending," \
+	"  pg_catalog.count(*) FILTER (WHERE " IS_DELAYED("$1") ") AS delayed," \
+	"  pg_catalog.count(*) FILTER (WHERE " IS_RESERVED("$1") ") AS reserved," \
+	"  pg_catalog.count(*) AS total" \
+	" FROM @J@ GROUP BY queue"
+
+/* True unless the queue's settings turn wake-ups off; $1 is the queue. */
+#define WANTS_WAKEUPS WANTS_WAKEUPS_OF("$1")
+
+#define WANTS_WAKEUPS_OF(queue) \
+	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = " queue " AND NOT s.notify)"
+
+#define PUSH_INTO_RING_COLUMNS ", id, ring"
+
+#define NEXT_JOB_ID_VALUE "pg_catalog.nextval('@S@.queue_jobs_id_seq')"
+
+#define NEXT_JOB_ID ", " NEXT_JOB_ID_VALUE
+
+/*
+ * The concurrency limit of a key in a queue: the one set for its longest
+ * prefix there, else the contract's.
+ */
+#define KEY_LIMIT(queue, key) \
+	"coalesce((SELECT l.max_running FROM @S@.queue_key_limits l" \
+	"  WHERE l.queue = " queue " AND pg_catalog.starts_with(" key ", l.key_prefix)" \
+	"  ORDER BY pg_catalog.length(l.key_prefix) DESC LIMIT 1), " \
+	SQL_NUMBER(JQ_DEFAULT_MAX_RUNNING) ")"
+
+/*
+ * A job held back by flow control waits out of every index range a claim
+ * or the due search reads: not ready, due at infinity (flow.c).
+ */
+#define HELD_BACK_AT "'infinity'::pg_catalog.timestamptz"
+
 /* One job to insert, as checked from a call's arguments (api/push.c reads them). */
 typedef enum OnDuplicate
 {
@@ -54,9 +120,9 @@ extern int	JobTablesToSearch(const JqCall *call, JobTable tables[3]);
 extern void NoteJobFoundIn(JobTable table);
 extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
-extern uint64 ExecuteFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
+extern uint64 ExecuteFindingJob(const JqCall *call, JqStatement *statement, Datum *values,
 								const char *nulls, int expected, JobTable *found);
-extern uint64 RunAloneFindingJob(const JqCall *call, QueuePlanId id, Datum *values,
+extern uint64 RunAloneFindingJob(const JqCall *call, JqStatement *statement, Datum *values,
 								 const char *nulls, int expected);
 
 #endif							/* JOBQUEUE_STORE_H */

@@ -23,23 +23,28 @@ MODULE_big = jobqueue
 OBJS = \
 	extension/src/jobqueue.o \
 	extension/src/base/args.o \
+	extension/src/base/base.o \
 	extension/src/base/cron.o \
 	extension/src/base/errortext.o \
 	extension/src/base/settings.o \
 	extension/src/exec/call.o \
+	extension/src/exec/exec.o \
 	extension/src/exec/hotpath.o \
 	extension/src/exec/results.o \
 	extension/src/exec/statements.o \
 	extension/src/store/ring.o \
+	extension/src/store/store.o \
 	extension/src/runtime/claimpos.o \
 	extension/src/runtime/counters.o \
 	extension/src/runtime/duehint.o \
 	extension/src/runtime/notifier.o \
+	extension/src/runtime/runnable.o \
 	extension/src/runtime/runtime.o \
 	extension/src/runtime/shmem.o \
 	extension/src/runtime/ticker.o \
 	extension/src/runtime/waiting.o \
 	extension/src/runtime/wakeup.o \
+	extension/src/runtime/xact.o \
 	extension/src/flow/concurrency.o \
 	extension/src/flow/dependencies.o \
 	extension/src/flow/flow.o \

@@ -18,23 +18,15 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
-	JobqueueDefineSettings();
-	JobqueueDefineTicker(process_shared_preload_libraries_in_progress);
-	JobqueueDefineDueHint();
-	JobqueueInstallPlannerHook();
-	JobqueueDefineClaimPositions();
-	JobqueueDefineRing();
-	JobqueueDefineRotation();
-	JobqueueDefineNotifier(process_shared_preload_libraries_in_progress);
-	JobqueueDefineFlow();
-	if (process_shared_preload_libraries_in_progress)
-	{
-		JobqueueRequestWaiting();
-		JobqueueRequestClaimPositions();
-		JobqueueRequestCounters();
-	}
-	RuntimeInit();
-	ApiInit();
+	bool		preloading = process_shared_preload_libraries_in_progress;
+
+	/* bottom to top (README.md); each folder defines its own settings */
+	JqBaseInit();
+	JqExecInit();
+	JqStoreInit();
+	JqRuntimeInit(preloading);
+	JqFlowInit();
+	JqApiInit();
 	/* after every jobqueue.* setting exists: a typo in the prefix now warns */
 	MarkGUCPrefixReserved("jobqueue");
 }

@@ -104,7 +104,7 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	JqCall		call;
 	Datum		args[3];
 	bool		cancelled;
-	JobRemoval	removal;
+	JobTable	found;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	ArgRequire(fcinfo, 0, "id");
@@ -113,9 +113,10 @@ jobqueue_cancel(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(call.now);
 
 	/* a cancelled parent takes its children with it (flow.c) */
-	removal = SetJobRemoval(JOB_REMOVAL_CANCELLED);
-	cancelled = RunAloneFindingJob(&call, &statements[PLAN_CANCEL], args, NULL, SPI_OK_DELETE) == 1;
-	SetJobRemoval(removal);
+	SPI_connect();
+	cancelled = RemoveJobs(&call, JOB_REMOVAL_CANCELLED, &statements[PLAN_CANCEL], JOBS_ALL,
+						   args, NULL, SPI_OK_DELETE, &found) == 1;
+	SPI_finish();
 
 	PG_RETURN_BOOL(cancelled);
 }
@@ -127,14 +128,14 @@ jobqueue_clear(PG_FUNCTION_ARGS)
 	JqCall		call;
 	Datum		args[1];
 	int64		deleted;
-	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 
-	removal = SetJobRemoval(JOB_REMOVAL_CANCELLED);
-	deleted = (int64) RunAlone(&call, &statements[PLAN_CLEAR], args, NULL, SPI_OK_DELETE);
-	SetJobRemoval(removal);
+	SPI_connect();
+	deleted = (int64) RemoveJobs(&call, JOB_REMOVAL_CANCELLED, &statements[PLAN_CLEAR], JOBS_ALL,
+								 args, NULL, SPI_OK_DELETE, NULL);
+	SPI_finish();
 
 	PG_RETURN_INT64(deleted);
 }

@@ -1,16 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * api.c
- *	  The api folder's Init.
+ *	  The api folder's Init: its setting and statements.
+ *
+ * The statements of the entry points are beside them; each file's table
+ * is registered here, once.
  *
  *-------------------------------------------------------------------------
  */
 #include "api/api.h"
 
-/* From _PG_init: the folder's statements. */
+/* From _PG_init, once per process that loads the library. */
 void
-ApiInit(void)
+JqApiInit(void)
 {
+	/* jobqueue.ring_lock_timeout */
+	JobqueueDefineRotation();
 	RegisterStatements(&admin_statements);
 	RegisterStatements(&batch_statements);
 	RegisterStatements(&browse_statements);

@@ -25,13 +25,12 @@ extern bool JobSpecUsesFlow(const JobSpec *job);
 extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake);
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
-extern void NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id);
 
 
 /* complete.c: finishing one claimed job, shared with the batch calls */
 extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error);
 extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
-						   text *error, text **due_queue);
+						   text *error, List **wake_queues);
 extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 
 /* api/rotation.c: the storage ring's rotation */
@@ -52,6 +51,6 @@ extern JqStatementSet rotation_statements;
 extern JqStatementSet schedules_statements;
 
 /* api.c */
-extern void ApiInit(void);
+extern void JqApiInit(void);
 
 #endif							/* JOBQUEUE_API_H */

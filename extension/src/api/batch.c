@@ -433,11 +433,12 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 	/* RETURNING gives the rows in insertion order, which is input order */
 	for (int row = 0; row < count; row++)
 	{
-		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
-		NoteJobSpecClaimable(call, &specs[first + row], ids[first + row]);
-		CountJobs(specs[first + row].queue, JOB_PUSHED, 1);
-		if (specs[first + row].available_at <= now)
-			*due_queues = AddWakeQueue(*due_queues, specs[first + row].queue);
+		const JobSpec *job = &specs[first + row];
+		ClaimPosition position = {job->priority, job->available_at, SpiInt8(row, 1)};
+
+		ids[first + row] = position.id;	/* RETURNING id */
+		NoteJobCanRun(job->queue, &position, job->available_at <= now, JOB_PUSHED,
+					  JOB_WAKE_IF_WANTED, due_queues);
 	}
 }
 
@@ -604,7 +605,6 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	Datum	   *done_datums;
 	int			done_count = 0;
 	JobTable   *done_tables;
-	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
@@ -651,9 +651,8 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (in_table == 0)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
-		removal = SetJobRemoval(JOB_REMOVAL_COMPLETED);
-		QueueExecuteOn(&call, &statements[PLAN_DELETE_IDS], t, args, NULL, SPI_OK_DELETE);
-		SetJobRemoval(removal);
+		RemoveJobs(&call, JOB_REMOVAL_COMPLETED, &statements[PLAN_DELETE_IDS], t, args, NULL,
+				   SPI_OK_DELETE, NULL);
 	}
 	SPI_finish();
 
@@ -686,14 +685,10 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	SPI_connect();
 	for (int i = 0; i < count; i++)
 	{
-		text	   *due_queue;
-
 		CHECK_FOR_INTERRUPTS();
-		if (!ReleaseClaimed(&call, ids[i], tokens[i], delay, error, &due_queue))
+		if (!ReleaseClaimed(&call, ids[i], tokens[i], delay, error, &due_queues))
 			continue;
 		done[done_count++] = ids[i];
-		if (due_queue != NULL)
-			due_queues = AddWakeQueue(due_queues, due_queue);
 	}
 	WakeQueuesThatWantIt(&call, due_queues);
 	SPI_finish();

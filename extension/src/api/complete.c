@@ -160,7 +160,6 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	Datum		args[2];
 	bool		deleted;
 	JobTable	found;
-	JobRemoval	removal;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
@@ -169,10 +168,8 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	/* a completion: flow control (flow.c) need not look for it in the failed table */
-	removal = SetJobRemoval(JOB_REMOVAL_COMPLETED);
-	deleted = ExecuteFindingJob(&call, &statements[PLAN_DELETE], args, NULL, SPI_OK_DELETE_RETURNING,
-								&found) == 1;
-	SetJobRemoval(removal);
+	deleted = RemoveJobs(&call, JOB_REMOVAL_COMPLETED, &statements[PLAN_DELETE], JOBS_ALL, args,
+						 NULL, SPI_OK_DELETE_RETURNING, &found) == 1;
 	CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
 	SPI_finish();
 
@@ -183,13 +180,13 @@ jobqueue_delete(PG_FUNCTION_ARGS)
  * Release the claimed job (id, token) for another attempt after delay (NULL:
  * backoff).  Attempts are not touched: the claim counted this one.  A job
  * with no attempts left goes to the failed table instead.  Returns false
- * when the token is not the current claim's.  *due_queue is set to the
- * job's queue when the job is due again right now (the caller may wake the
- * queue), else to NULL.  Must be called between SPI_connect and SPI_finish.
+ * when the token is not the current claim's.  The job's queue is added to
+ * *wake_queues when the job is due again right now (the caller may wake
+ * the queue).  Must be called between SPI_connect and SPI_finish.
  */
 bool
 ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
-			   text *error, text **due_queue)
+			   text *error, List **wake_queues)
 {
 	Datum		args[5];
 	int32		attempts;
@@ -198,8 +195,7 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	text	   *queue;
 	TimestampTz available_at;
 	JobTable	table;
-
-	*due_queue = NULL;
+	ClaimPosition position;
 
 	/* Lock the claim first, so attempts cannot change under the decision. */
 	args[0] = Int64GetDatum(id);
@@ -226,14 +222,11 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	QueueExecuteOn(call, &statements[PLAN_RELEASE], table, args, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		return false;
-	CountJobs(queue, JOB_RELEASED, 1);
-	if (available_at <= call->now)
-	{
-		ClaimPosition position = {priority, available_at, id};
-
-		*due_queue = queue;
-		NoteClaimable(queue, &position);
-	}
+	position.priority = priority;
+	position.available_at = available_at;
+	position.id = id;
+	NoteJobCanRun(queue, &position, available_at <= call->now, JOB_RELEASED, JOB_WAKE_IF_WANTED,
+				  wake_queues);
 	return true;
 }
 
@@ -246,7 +239,7 @@ Release(FunctionCallInfo fcinfo, JqApiVersion version)
 	int64		token;
 	Interval   *delay;
 	text	   *error;
-	text	   *due_queue;
+	List	   *wake_queues = NIL;
 	bool		released;
 
 	JqCallBeginWriting(&call, fcinfo, version);
@@ -255,9 +248,9 @@ Release(FunctionCallInfo fcinfo, JqApiVersion version)
 	error = ArgErrorText(fcinfo, 3);
 
 	SPI_connect();
-	released = ReleaseClaimed(&call, id, token, delay, error, &due_queue);
-	if (JqCallSince(&call, JQ_API_1_1) && due_queue != NULL)
-		WakeQueuesThatWantIt(&call, list_make1(due_queue));
+	released = ReleaseClaimed(&call, id, token, delay, error, &wake_queues);
+	if (JqCallSince(&call, JQ_API_1_1))
+		WakeQueuesThatWantIt(&call, wake_queues);
 	SPI_finish();
 	PG_RETURN_BOOL(released);
 }

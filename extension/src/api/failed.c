@@ -262,15 +262,14 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 																  &isnull)),
 									  call.now, id};
 
-			CountJobs(queue, JOB_RETRIED, 1);
 			/* a job with a concurrency key came back held back: a slot, or a wait */
 			if (!no_key)
 			{
+				CountJobs(queue, JOB_RETRIED, 1);
 				(void) AdmitToFreeSlot(&retry_call, id, queue, DatumGetTextPCopy(key));
 				continue;
 			}
-			queues = AddWakeQueue(queues, queue);
-			NoteClaimable(queue, &position);
+			NoteJobCanRun(queue, &position, true, JOB_RETRIED, JOB_WAKE_IF_WANTED, &queues);
 		}
 		SPI_freetuptable(retried);
 		WakeQueuesThatWantIt(&call, queues);

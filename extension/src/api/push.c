@@ -196,16 +196,6 @@ NoteJobSpecDue(const JobSpec *job, TimestampTz now)
 		NoteJobDueAt(job->deadline);
 }
 
-/* An inserted job that is claimable now may come before its queue's claim position. */
-void
-NoteJobSpecClaimable(const JqCall *call, const JobSpec *job, int64 id)
-{
-	ClaimPosition position = {job->priority, job->available_at, id};
-
-	if (job->available_at <= call->now && JqCallSince(call, JQ_API_1_1))
-		NoteClaimable(job->queue, &position);
-}
-
 /* The columns PLAN_REPLACE_PENDING returns. */
 enum
 {
@@ -237,8 +227,9 @@ ReplacePending(const JqCall *call, const JobSpec *job, int64 id)
 	position.priority = SpiInt32(0, REPLACED_PRIORITY);
 	position.available_at = SpiTimestampTz(0, REPLACED_AVAILABLE_AT);
 	position.id = id;
-	NoteJobMayRun(call, SpiTextCopy(0, REPLACED_QUEUE), &position, SpiBool(0, REPLACED_READY),
-				  SpiBool(0, REPLACED_WANTS_WAKEUPS));
+	NoteJobCanRun(SpiTextCopy(0, REPLACED_QUEUE), &position, SpiBool(0, REPLACED_READY),
+				  JOB_EVENT_KINDS,
+				  SpiBool(0, REPLACED_WANTS_WAKEUPS) ? JOB_WAKE_LISTENERS : JOB_WAKE_WAITERS, NULL);
 }
 
 /* The columns the push plans return: the id and (since 1.1) wants_wakeups. */
@@ -298,15 +289,23 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 		if (SPI_processed == 1)
 		{
 			int64		id = SpiInt8(0, PUSHED_ID);
+			ClaimPosition position = {job->priority, job->available_at, id};
 
 			if (returns_wake)
 				*wake = SpiBool(0, PUSHED_WANTS_WAKEUPS);
-			CountJobs(job->queue, JOB_PUSHED, 1);
+
 			/* a job with a concurrency key came in held back: a slot, or a wait */
 			if (job->concurrency_key != NULL)
+			{
+				CountJobs(job->queue, JOB_PUSHED, 1);
 				(void) AdmitToFreeSlot(call, id, job->queue, job->concurrency_key);
+			}
+			else if (JqCallSince(call, JQ_API_1_1))
+				/* the caller wakes its queue (the push) or its list (a batch, a tick) */
+				NoteJobCanRun(job->queue, &position, job->available_at <= call->now, JOB_PUSHED,
+							  JOB_WAKE_NOBODY, NULL);
 			else
-				NoteJobSpecClaimable(call, job, id);
+				CountJobs(job->queue, JOB_PUSHED, 1);	/* 1.0: no claim positions */
 			return id;
 		}
 		if (job->unique_key == NULL)

@@ -504,7 +504,9 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 										  SpiTimestampTz(row, DUE_AVAILABLE_AT),
 										  DatumGetInt64(id)};
 
-				NoteClaimable(SpiTextCopy(row, DUE_QUEUE), &position);
+				/* no wake-up: this claim is about to take what it promoted */
+				NoteJobCanRun(SpiTextCopy(row, DUE_QUEUE), &position, true, JOB_EVENT_KINDS,
+							  JOB_WAKE_NOBODY, NULL);
 			}
 		}
 	}
@@ -696,25 +698,22 @@ AddClaimedInClaimOrder(const JqCall *call, const Candidates *found, const ClaimS
 }
 
 /*
- * The earliest moment a rate limit met in this claim round lets a claim
- * take a job again (0: none met): a waiting claim looks again then.
- */
-static TimestampTz round_rate_slot = 0;
-
-/*
  * A rate-limited queue's candidates: keep the first ones its limit allows
  * (the others stay locked until the claim's transaction ends, and other
- * claims pass them by).
+ * claims pass them by).  *rate_slot: the earliest moment a rate limit met
+ * in this claim round lets a claim take a job again (0: none met yet), made
+ * earlier when this limit's next slot is.
  */
 static void
-KeepRateLimitedCandidates(const JqCall *call, Datum queue, Candidates *found)
+KeepRateLimitedCandidates(const JqCall *call, Datum queue, Candidates *found,
+						  TimestampTz *rate_slot)
 {
 	TimestampTz next_slot;
 	int			allowed = TakeRateLimitedClaims(call, queue, found->count, &next_slot);
 	int			kept = 0;
 
-	if (next_slot != 0 && (round_rate_slot == 0 || next_slot < round_rate_slot))
-		round_rate_slot = next_slot;
+	if (next_slot != 0 && (*rate_slot == 0 || next_slot < *rate_slot))
+		*rate_slot = next_slot;
 	if (allowed >= found->count)
 		return;
 	for (int i = 0; i < found->count; i++)
@@ -725,10 +724,12 @@ KeepRateLimitedCandidates(const JqCall *call, Datum queue, Candidates *found)
 
 /*
  * Step 2 for one queue: claim up to limit jobs and add them to the result in
- * claim order.  Returns how many were claimed.
+ * claim order.  Returns how many were claimed.  *rate_slot as in
+ * KeepRateLimitedCandidates.
  */
 static int
-ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *terms)
+ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *terms,
+			   TimestampTz *rate_slot)
 {
 	ClaimStart	start;
 	bool		use_position = ClaimPositionsUsable(call);
@@ -742,7 +743,7 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 	}
 	FindClaimCandidates(call, queue, limit, use_position ? &start : NULL, &found);
 	if (found.rate_limited)
-		KeepRateLimitedCandidates(call, queue, &found);
+		KeepRateLimitedCandidates(call, queue, &found, rate_slot);
 	if (found.count == 0)
 		return 0;
 	ClaimCandidates(call, queue, &found, terms);
@@ -757,20 +758,22 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 
 /*
  * One round of a claim: promote, then claim from each queue in precedence
- * order until max_jobs.  Returns how many were claimed.
+ * order until max_jobs.  Returns how many were claimed; *rate_slot is the
+ * earliest moment a rate limit met in the round lets a claim take a job
+ * again (0: none met): a waiting claim looks again then.
  */
 static int
 ClaimRound(const JqCall *call, ArrayType *queues, Datum *queue_names, int queue_count,
-		   int max_jobs, const ClaimTerms *terms)
+		   int max_jobs, const ClaimTerms *terms, TimestampTz *rate_slot)
 {
 	int			claimed = 0;
 
-	round_rate_slot = 0;
+	*rate_slot = 0;
 	PromoteDueJobs(call, queues);
 	for (int q = 0; q < queue_count && claimed < max_jobs; q++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		claimed += ClaimFromQueue(call, queue_names[q], max_jobs - claimed, terms);
+		claimed += ClaimFromQueue(call, queue_names[q], max_jobs - claimed, terms, rate_slot);
 	}
 	return claimed;
 }
@@ -829,11 +832,13 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 	{
 		int			claimed;
 		long		left_ms;
+		TimestampTz rate_slot;
 
 		if (waiting)
 			PrepareToWaitForJobs();
 		SPI_connect();
-		claimed = ClaimRound(&call, queues, queue_names, queue_count, max_jobs, &terms);
+		claimed = ClaimRound(&call, queues, queue_names, queue_count, max_jobs, &terms,
+							 &rate_slot);
 		SPI_finish();
 		left_ms = (long) ((wait_until - GetCurrentTimestamp()) / 1000);
 		if (claimed > 0 || !waiting || left_ms <= 0)
@@ -841,8 +846,8 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 		/* delayed jobs fall due without a wake-up: look again at least every second */
 		left_ms = Min(left_ms, 1000);
 		/* and a rate limit's next slot opens without one */
-		if (round_rate_slot != 0)
-			left_ms = Min(left_ms, Max((long) ((round_rate_slot - call.now) / 1000), 1));
+		if (rate_slot != 0)
+			left_ms = Min(left_ms, Max((long) ((rate_slot - call.now) / 1000), 1));
 		WaitForJobs(left_ms);
 		call.now = QueueNow();
 	}

@@ -242,18 +242,14 @@ MoveAndTruncate(const JqCall *call, int ring, int to)
 	Datum		args[2];
 	uint64		moved;
 	JqCall		move_call = *call;
-	JobRemoval	removal;
 
 	/* every column the installed schema has moves, whichever call rotates */
 	move_call.version = InstalledApiVersion();
 	args[0] = Int16GetDatum((int16) to);
 	args[1] = TimestampTzGetDatum(call->now + (int64) jobqueue_ring_period_seconds * USECS_PER_SEC);
 	/* the rows only move: flow control (flow.c) must not see jobs leave */
-	removal = SetJobRemoval(JOB_REMOVAL_MOVED);
-	QueueExecuteOn(&move_call, &statements[PLAN_RING_MOVE], RingJobTable(ring), args, NULL,
-				   SPI_OK_INSERT_RETURNING);
-	SetJobRemoval(removal);
-	moved = SPI_processed;
+	moved = RemoveJobs(&move_call, JOB_REMOVAL_MOVED, &statements[PLAN_RING_MOVE],
+					   RingJobTable(ring), args, NULL, SPI_OK_INSERT_RETURNING, NULL);
 	for (uint64 row = 0; row < moved; row++)
 	{
 		ClaimPosition position;
@@ -263,7 +259,9 @@ MoveAndTruncate(const JqCall *call, int ring, int to)
 		position.priority = SpiInt32(row, MOVED_PRIORITY);
 		position.available_at = SpiTimestampTz(row, MOVED_AVAILABLE_AT);
 		position.id = SpiInt8(row, MOVED_ID);
-		NoteClaimable(SpiTextCopy(row, MOVED_QUEUE), &position);
+		/* it only moved: counted and woken for when it was written */
+		NoteJobCanRun(SpiTextCopy(row, MOVED_QUEUE), &position, true, JOB_EVENT_KINDS,
+					  JOB_WAKE_NOBODY, NULL);
 	}
 	if (SPI_execute(psprintf("TRUNCATE %s.queue_jobs_ring%d", call->quoted_schema, ring),
 					false, 0) != SPI_OK_UTILITY)

@@ -114,4 +114,7 @@ extern TimestampTz CronNextAfter(const CronSchedule *schedule, TimestampTz after
 /* The zone named zone_name, or 22023 when there is no such zone. */
 extern pg_tz *CronZone(const char *zone_name);
 
+/* base.c */
+extern void JqBaseInit(void);
+
 #endif							/* JOBQUEUE_BASE_H */

@@ -119,4 +119,7 @@ extern int	CompareLeadingIds(const void *a, const void *b);
 #define JQ_INDEX_PLAN_MARK "/* jobqueue index plan */ "
 extern void JobqueueInstallPlannerHook(void);
 
+/* exec.c */
+extern void JqExecInit(void);
+
 #endif							/* JOBQUEUE_EXEC_H */

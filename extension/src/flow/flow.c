@@ -225,42 +225,54 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 
 JqStatementSet flow_statements = JQ_STATEMENT_SET(statements);
 
-/* Why jobs are being deleted from queue_jobs now; reset when a (sub)transaction aborts. */
+/*
+ * Why jobs are being deleted from queue_jobs now, for the AFTER DELETE
+ * trigger (jobqueue_flow_job_removed), which cannot be given arguments:
+ * set by RemoveJobs for the one statement it runs, and put back when it
+ * returns or raises.  Any other delete is JOB_REMOVAL_FINISHED.
+ */
 static JobRemoval current_removal = JOB_REMOVAL_FINISHED;
 
-JobRemoval
-SetJobRemoval(JobRemoval removal)
+/*
+ * Run a statement that deletes jobs from queue_jobs, saying why: on the
+ * job table "table" (QueueExecuteOn), or, with found given, looking for the
+ * job partition by partition (ExecuteFindingJob, which sets *found).
+ * Returns SPI_processed.  Between SPI_connect and SPI_finish.
+ */
+uint64
+RemoveJobs(const JqCall *call, JobRemoval why, JqStatement *statement, JobTable table,
+		   Datum *values, const char *nulls, int expected, JobTable *found)
 {
 	JobRemoval	previous = current_removal;
+	uint64		processed;
 
-	current_removal = removal;
-	return previous;
+	current_removal = why;
+	PG_TRY();
+	{
+		if (found != NULL)
+			processed = ExecuteFindingJob(call, statement, values, nulls, expected, found);
+		else
+		{
+			QueueExecuteOn(call, statement, table, values, nulls, expected);
+			processed = SPI_processed;
+		}
+	}
+	PG_FINALLY();
+	{
+		current_removal = previous;
+	}
+	PG_END_TRY();
+	return processed;
 }
 
-static void
-ResetRemovalAtAbort(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-		current_removal = JOB_REMOVAL_FINISHED;
-}
-
-static void
-ResetRemovalAtSubAbort(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
-					   void *arg)
-{
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-		current_removal = JOB_REMOVAL_FINISHED;
-}
-
+/* From _PG_init: the flow folder's Init, its statements. */
 void
-JobqueueDefineFlow(void)
+JqFlowInit(void)
 {
 	RegisterStatements(&concurrency_statements);
 	RegisterStatements(&dependencies_statements);
 	RegisterStatements(&flow_statements);
 	RegisterStatements(&ratelimit_statements);
-	RegisterXactCallback(ResetRemovalAtAbort, NULL);
-	RegisterSubXactCallback(ResetRemovalAtSubAbort, NULL);
 }
 
 /* ---------------------------------------------------------------- slots */
@@ -275,14 +287,14 @@ TakeKeySlot(const JqCall *call, text *queue, text *key)
 	return SPI_processed == 1;
 }
 
-/* The columns of the statements that let held-back jobs go (LET_GO_SQL in plans.c). */
+/* The columns of the statements that let held-back jobs go (LET_GO_SQL above). */
 typedef enum LetGoColumn
 {
 	LET_GO_QUEUE = 1, LET_GO_PRIORITY, LET_GO_AVAILABLE_AT, LET_GO_ID, LET_GO_READY,
 	LET_GO_WANTS_WAKEUPS
 } LetGoColumn;
 
-/* Note every job the last statement let go (NoteJobMayRun); returns how many. */
+/* Note every job the last statement let go (NoteJobCanRun); returns how many. */
 static int
 NoteJobsLetGo(const JqCall *call)
 {
@@ -300,9 +312,12 @@ NoteJobsLetGo(const JqCall *call)
 		position.available_at = DatumGetTimestampTz(SPI_getbinval(tuple, desc, LET_GO_AVAILABLE_AT,
 																  &isnull));
 		position.id = DatumGetInt64(SPI_getbinval(tuple, desc, LET_GO_ID, &isnull));
-		NoteJobMayRun(call, DatumGetTextPCopy(SPI_getbinval(tuple, desc, LET_GO_QUEUE, &isnull)),
+		/* waiting claims and (if the queue wants wake-ups) listeners learn of it */
+		NoteJobCanRun(DatumGetTextPCopy(SPI_getbinval(tuple, desc, LET_GO_QUEUE, &isnull)),
 					  &position, DatumGetBool(SPI_getbinval(tuple, desc, LET_GO_READY, &isnull)),
-					  DatumGetBool(SPI_getbinval(tuple, desc, LET_GO_WANTS_WAKEUPS, &isnull)));
+					  JOB_EVENT_KINDS,
+					  DatumGetBool(SPI_getbinval(tuple, desc, LET_GO_WANTS_WAKEUPS, &isnull)) ?
+					  JOB_WAKE_LISTENERS : JOB_WAKE_WAITERS, NULL);
 	}
 	SPI_freetuptable(let_go);
 	return count;
@@ -320,27 +335,6 @@ LetJobGo(const JqCall *call, int64 id, const char *flow)
 	args[2] = flow == NULL ? (Datum) 0 : CStringGetTextDatum(flow);
 	QueueExecute(call, &statements[PLAN_FLOW_LET_GO], args, nulls, SPI_OK_UPDATE_RETURNING);
 	NoteJobsLetGo(call);		/* none if it is not held back any more */
-}
-
-/*
- * A job of queue may run from position's moment (ready: now): claims that
- * start their search after it must find it, waiting claims and (if the
- * queue wants wake-ups, as the statement that let it go read) listeners
- * learn of it when it is due.
- */
-void
-NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position, bool ready,
-			  bool wants_wakeups)
-{
-	if (!ready)
-	{
-		NoteJobDueAt(position->available_at);
-		return;
-	}
-	NoteClaimable(queue, position);
-	MarkJobsDue();
-	if (wants_wakeups)
-		WakeQueue(queue);
 }
 
 /*

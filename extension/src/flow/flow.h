@@ -24,14 +24,14 @@ typedef enum JobRemoval
 	JOB_REMOVAL_CANCELLED,		/* queue_cancel, queue_clear */
 	JOB_REMOVAL_MOVED			/* a rotation moves rows between partitions */
 } JobRemoval;
-extern void JobqueueDefineFlow(void);
-extern JobRemoval SetJobRemoval(JobRemoval removal);
+extern void JqFlowInit(void);
+extern uint64 RemoveJobs(const JqCall *call, JobRemoval why, JqStatement *statement,
+						 JobTable table, Datum *values, const char *nulls, int expected,
+						 JobTable *found);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
 extern bool AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
 extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
-extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,
-						  bool ready, bool wants_wakeups);
 extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);
 extern void ChildrenFollowParent(const JqCall *call, int64 parent, bool cancelled);
 

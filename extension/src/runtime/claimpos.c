@@ -379,8 +379,9 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 		slot->at = target;
 }
 
-static void
-OnPositionTransactionEnd(XactEvent event, void *arg)
+/* The transaction-end step of claim positions (xact.c). */
+void
+ClaimPositionsAtTransactionEnd(XactEvent event)
 {
 	bool		commit = event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT;
 	ListCell   *cell;
@@ -426,9 +427,8 @@ OnPositionTransactionEnd(XactEvent event, void *arg)
  * its first job (a claim of an outer level that survives is then merely
  * not advanced, which is safe).
  */
-static void
-OnPositionSubtransactionEnd(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
-							void *arg)
+void
+ClaimPositionsAtSubtransactionEnd(SubXactEvent event)
 {
 	ListCell   *cell;
 
@@ -504,6 +504,4 @@ JobqueueRequestClaimPositions(void)
 {
 	RegisterSharedSegment("jobqueue claim positions", sizeof(PositionShared),
 						  (void **) &positions, FillPositions);
-	RegisterXactCallback(OnPositionTransactionEnd, NULL);
-	RegisterSubXactCallback(OnPositionSubtransactionEnd, NULL);
 }

@@ -195,8 +195,8 @@ PublishPending(void)
  * (the callback runs once the commit is recorded and visible); at abort
  * or PREPARE they are dropped.
  */
-static void
-OnCountersTransactionEnd(XactEvent event, void *arg)
+void
+CountersAtTransactionEnd(XactEvent event)
 {
 	if (pending_count == 0)
 		return;
@@ -234,9 +234,8 @@ FindPending(const char *queue, int level, int count)
  * keeps one entry per queue), and a later rollback of the parent drops
  * them too.
  */
-static void
-OnCountersSubtransactionEnd(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
-							void *arg)
+void
+CountersAtSubtransactionEnd(SubXactEvent event)
 {
 	int			level = GetCurrentTransactionNestLevel();
 	int			kept = 0;
@@ -376,6 +375,4 @@ JobqueueRequestCounters(void)
 {
 	RegisterSharedSegment("jobqueue counters", sizeof(CountersShared),
 						  (void **) &counters, FillCounters);
-	RegisterXactCallback(OnCountersTransactionEnd, NULL);
-	RegisterSubXactCallback(OnCountersSubtransactionEnd, NULL);
 }

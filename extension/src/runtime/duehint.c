@@ -135,8 +135,8 @@ RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz now, Timestam
  * At commit (the rows are visible by now): announce rows falling due soon,
  * and keep this transaction's probe.  At abort: forget both.
  */
-static void
-OnTransactionEnd(XactEvent event, void *arg)
+void
+DueHintAtTransactionEnd(XactEvent event)
 {
 	if (event == XACT_EVENT_COMMIT)
 	{
@@ -158,11 +158,4 @@ OnTransactionEnd(XactEvent event, void *arg)
 		ForgetProbe(&pending);
 		note_set = false;
 	}
-}
-
-/* From _PG_init. */
-void
-JobqueueDefineDueHint(void)
-{
-	RegisterXactCallback(OnTransactionEnd, NULL);
 }

@@ -262,8 +262,8 @@ MaySkipNotify(const char *queue)
 }
 
 /* At the end of a transaction that skipped: commit marks its queues pending. */
-static void
-OnNotifierTransactionEnd(XactEvent event, void *arg)
+void
+NotifierAtTransactionEnd(XactEvent event)
 {
 	ListCell   *cell;
 	Latch	   *latch = NULL;
@@ -493,5 +493,4 @@ JobqueueDefineNotifier(bool preloading)
 		return;
 	RegisterSharedSegment("jobqueue notifier", sizeof(NotifierShared), (void **) &notifier,
 						  FillNotifierShared);
-	RegisterXactCallback(OnNotifierTransactionEnd, NULL);
 }

@@ -17,6 +17,8 @@
 
 #include "store/store.h"
 
+#include "access/xact.h"
+
 /* shmem.c: the shared memory segments of the concerns that keep state there */
 extern void RegisterSharedSegment(const char *name, Size size, void **pointer,
 								  void (*fill) (void *segment));
@@ -46,7 +48,6 @@ extern void DoneWaitingForJobs(void);
 extern pg_atomic_uint64 *SharedDueWritesCounter(void);
 
 /* duehint.c: skipping the due-probe of a claim when nothing can be due */
-extern void JobqueueDefineDueHint(void);
 extern void NoteJobDueAt(TimestampTz moment);
 extern bool DueProbeCanBeSkipped(ArrayType *queues, TimestampTz now);
 extern bool DueProbeCanBeRemembered(uint64 *generation);
@@ -95,10 +96,31 @@ extern bool QueueWantsWakeups(const JqCall *call, text *queue);
 extern List *AddWakeQueue(List *queues, text *queue);
 extern void WakeQueuesThatWantIt(const JqCall *call, List *queues);
 
+/* runnable.c: a job became due or claimable, told to everyone who must know */
+typedef enum JobWake
+{
+	JOB_WAKE_NOBODY,			/* its claimer takes it, or it only moved */
+	JOB_WAKE_WAITERS,			/* waiting claims; its queue wants no NOTIFY */
+	JOB_WAKE_LISTENERS,			/* waiting claims and its queue's listeners */
+	JOB_WAKE_IF_WANTED			/* later, as its queue's settings say (a list) */
+} JobWake;
+extern void NoteJobCanRun(text *queue, const ClaimPosition *position, bool claimable,
+						  JobEvent event, JobWake wake, List **wake_queues);
+
+/* xact.c: the one transaction-end callback, and the steps it runs in order */
+extern void RegisterTransactionEnd(bool preloading);
+extern void CountersAtTransactionEnd(XactEvent event);
+extern void CountersAtSubtransactionEnd(SubXactEvent event);
+extern void ClaimPositionsAtTransactionEnd(XactEvent event);
+extern void ClaimPositionsAtSubtransactionEnd(SubXactEvent event);
+extern void WaitingAtTransactionEnd(XactEvent event);
+extern void NotifierAtTransactionEnd(XactEvent event);
+extern void DueHintAtTransactionEnd(XactEvent event);
+
 /* The tables of statements of the folder's files, registered by its Init. */
 extern JqStatementSet wakeup_statements;
 
 /* runtime.c */
-extern void RuntimeInit(void);
+extern void JqRuntimeInit(bool preloading);
 
 #endif							/* JOBQUEUE_RUNTIME_H */

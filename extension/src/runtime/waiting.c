@@ -47,8 +47,8 @@ FillShared(void *segment)
 }
 
 /* After commit the jobs are visible: wake the waiting claims. */
-static void
-OnTransactionEnd(XactEvent event, void *arg)
+void
+WaitingAtTransactionEnd(XactEvent event)
 {
 	if (event == XACT_EVENT_COMMIT && jobs_due_at_commit && shared != NULL)
 		ConditionVariableBroadcast(&shared->jobs_due);
@@ -62,7 +62,6 @@ void
 JobqueueRequestWaiting(void)
 {
 	RegisterSharedSegment("jobqueue", sizeof(JobqueueShared), (void **) &shared, FillShared);
-	RegisterXactCallback(OnTransactionEnd, NULL);
 }
 
 /* The counter of commits that wrote rows falling due soon; NULL without preload. */

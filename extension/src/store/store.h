@@ -125,4 +125,7 @@ extern uint64 ExecuteFindingJob(const JqCall *call, JqStatement *statement, Datu
 extern uint64 RunAloneFindingJob(const JqCall *call, JqStatement *statement, Datum *values,
 								 const char *nulls, int expected);
 
+/* store.c */
+extern void JqStoreInit(void);
+
 #endif							/* JOBQUEUE_STORE_H */

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""Check the SQL scripts' defaults against extension/src/base/contract.h.
+"""Check the SQL scripts' defaults, and the C statements, against
+extension/src/base/contract.h.
 
 The install and upgrade scripts are frozen history: each states the
 contract's defaults in its function signatures and table columns.  The C
 code reads them from contract.h.  This check fails when a script states a
 default that contract.h does not, so the two cannot drift apart.
+
+The C code's own SQL statements (beside their users under extension/src)
+quote the contract's numbers with SQL_NUMBER(JQ_...): the check fails on a
+SQL_NUMBER of a name contract.h does not define, and on a span written as a
+literal (interval '60 seconds') in a C string, where a default would hide.
 
     python3 scripts/check_contract.py [ROOT]
 """
@@ -62,10 +68,40 @@ def contract_values():
     return values
 
 
+# A span written out in SQL text: interval '60 seconds'.
+C_INTERVAL_RE = re.compile(r"interval\s+'\s*\d")
+C_SQL_NUMBER_RE = re.compile(r"SQL_NUMBER\((\w+)\)")
+C_STRING_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def check_c_statements(failures):
+    """The C statements quote contract.h; returns how many quotes were checked."""
+    src = ROOT / "extension/src"
+    names = set(re.findall(r"^#define\s+(JQ_\w+)", (src / "base/contract.h").read_text(), re.MULTILINE))
+    checked = 0
+    for path in sorted(src.rglob("*.[ch]")):
+        if path.name == "contract.h":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            where = f"{path.relative_to(ROOT)}:{number}"
+            for name in C_SQL_NUMBER_RE.findall(line):
+                if name == "n":
+                    continue            # the macro's own definition
+                checked += 1
+                if name not in names:
+                    failures.append(f"{where}: SQL_NUMBER({name}): contract.h has no {name}")
+            for literal in C_STRING_RE.findall(line):
+                if C_INTERVAL_RE.search(literal):
+                    failures.append(f"{where}: a span written in SQL text ({literal}): "
+                                    f"quote contract.h with SQL_NUMBER(JQ_...)")
+    return checked
+
+
 def main():
     values = contract_values()
     checked = 0
     failures = []
+    c_checked = check_c_statements(failures)
     scripts = sorted((ROOT / "extension/scripts").glob("*.sql"))
     if not scripts:
         failures.append("no SQL scripts found under extension/scripts")
@@ -97,7 +133,8 @@ def main():
     if checked == 0:
         print("contract-check: no defaults found to check", file=sys.stderr)
         return 1
-    print(f"contract-check: {checked} defaults agree with contract.h")
+    print(f"contract-check: {checked} defaults of the SQL scripts and {c_checked} numbers of the"
+          f" C statements agree with contract.h")
     return 1 if failures else 0
 
 

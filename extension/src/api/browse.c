@@ -5,13 +5,13 @@
  *	  page by page, one job, the live leases.
  *
  * A dashboard polls these every second or so against queues of millions
- * of jobs, so none of them counts or sorts a whole queue (plans.c, "1.4:
- * the dashboard's reads"): the overview counts each state up to a cap,
+ * of jobs, so none of them counts or sorts a whole queue (the statements
+ * below, "1.4: the dashboard's reads"): the overview counts each state up to a cap,
  * pages are keyset pages in id order, never OFFSET.  Since 1.5 a count
  * that passes the cap is also estimated, from the statistics ANALYZE keeps
  * (OverviewRow), so that the overview's cost does not follow the
  * backlog.  The states are those
- * of queue_stats, from the same rules (plans.c, IS_PENDING and its
+ * of queue_stats, from the same rules (store/store.h, IS_PENDING and its
  * siblings).  No function returns a fencing token.
  *
  *-------------------------------------------------------------------------

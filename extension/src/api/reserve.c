@@ -73,7 +73,7 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
 /* The lease of a claim: the given one ($4), else the queue's ($2) default, else the contract's. */
 #define CLAIM_LEASE \
 	"coalesce($4, (SELECT s.default_lease FROM @S@.queue_settings s WHERE s.queue = $2)," \
-	" interval '60 seconds')"
+	" interval '" SQL_NUMBER(JQ_DEFAULT_LEASE_SECONDS) " seconds')"
 
 /* True unless the queue ($1) is paused. */
 #define NOT_PAUSED \
@@ -244,7 +244,7 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 			6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT8OID},
 			.per_partition = true
 		},
-		/* $4 NULL: the queue's default lease, or 60 seconds. */
+		/* $4 NULL: the queue's default lease, or JQ_DEFAULT_LEASE_SECONDS. */
 		[JQ_API_1_1] = {
 			JQ_HOT_PATH_MARK "UPDATE @J@"
 			" SET ready = false, attempts = attempts + 1,"

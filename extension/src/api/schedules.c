@@ -394,7 +394,7 @@ TickDueBatch(const JqCall *call, TimestampTz *windows, List **wake)
 /*
  * queue_tick(): enqueue one job per due window of every enabled schedule;
  * returns (schedule, due_at, job_id) for each window enqueued.  Since 1.3
- * it also rotates the storage ring when that is due (ring.c).
+ * it also rotates the storage ring when that is due (rotation.c).
  */
 static Datum
 Tick(FunctionCallInfo fcinfo, JqApiVersion version)

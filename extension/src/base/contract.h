@@ -4,10 +4,12 @@
  *	  The contract's defaults and limits, written once.
  *
  * Every rule of the SQL API that is a number or a fixed text lives here:
- * the C argument checks read it, the SQL statements of plans.c quote it
- * (CppAsString2), and the frozen install and upgrade scripts, which state
- * the same defaults in their function signatures, are checked against it
- * by "make contract-check" (scripts/check_contract.py).  The C++ client
+ * the C argument checks read it, the SQL statements of the C files quote it
+ * (SQL_NUMBER, store/store.h), and the frozen install and upgrade scripts,
+ * which state the same defaults in their function signatures, are checked
+ * against it by "make contract-check" (scripts/check_contract.py), which
+ * also checks that the C statements quote only names defined here and
+ * write no span as a literal.  The C++ client
  * states none of them: it leaves an omitted argument NULL, so the server's
  * default applies.
  *
@@ -61,7 +63,7 @@
 
 /*
  * Stored error text: at most JQ_ERROR_TEXT_MAX bytes, the marker included.
- * Error texts composed in SQL (plans.c) cannot cut at a byte count without
+ * Error texts composed in SQL (the C statements) cannot cut at a byte count without
  * splitting a character, so they keep JQ_ERROR_TEXT_SQL_KEEP characters:
  * the most that, at 4 bytes each plus the marker, still fits.
  */
@@ -81,7 +83,7 @@ StaticAssertDecl((JQ_ERROR_TEXT_SQL_KEEP + 1) * 4 + sizeof(JQ_TRUNCATED_MARKER) 
 #define JQ_TICK_BATCH			100
 
 /*
- * The storage ring (1.3, ring.c): queue_jobs is partitioned by "ring";
+ * The storage ring (1.3, store/ring.c): queue_jobs is partitioned by "ring";
  * pushes fill ring partition (epoch seconds / period) % JQ_RING_PARTITIONS,
  * and a rotation empties the other one.  JQ_RING_LONG holds the jobs kept
  * out of the ring (unique keys, long delays and leases), vacuumed as before.

@@ -5,7 +5,7 @@
  *
  * Each SQL entry point fills one JqCall first: which API version it
  * serves (its C symbol says so, nothing else does), the extension's schema
- * resolved once (for the statements of plans.c), and the queue's "now" at
+ * resolved once (for the statements, statements.c), and the queue's "now" at
  * the call's start.  Internal functions take the call instead of fcinfo
  * and version flags; only argument readers (args.c) look at fcinfo.
  *

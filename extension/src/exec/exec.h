@@ -58,7 +58,7 @@ typedef struct JqStatementText
 
 /*
  * The tables a statement's jobs can be read from: queue_jobs, or (1.3)
- * one of its partitions (ring.c).
+ * one of its partitions (store/ring.c).
  */
 typedef enum JobTable
 {

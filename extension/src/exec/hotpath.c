@@ -4,7 +4,7 @@
  *	  Plans of the hot-path statements that statistics cannot spoil.
  *
  * The statements a claim, a push or a completion runs are prepared once
- * per backend with generic plans (plans.c).  A generic plan keeps the
+ * per backend with generic plans (statements.c).  A generic plan keeps the
  * shape chosen when it was made: made while queue_jobs was empty or never
  * analysed, it may scan the whole table and sort it, and it stays so long
  * after the table has filled (until an ANALYZE happens to invalidate it).
@@ -35,7 +35,7 @@
  * millions whatever the table holds, far above jit_above_cost, while they
  * run in milliseconds; compiling them took 750 ms a call.  Only
  * JQ_HOT_PATH_MARK statements are listed as hot
- * (jobqueue_hot_path_statements in plans.c).
+ * (jobqueue_hot_path_statements in statements.c).
  *
  *-------------------------------------------------------------------------
  */

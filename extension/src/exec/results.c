@@ -4,7 +4,7 @@
  *	  Reading the results of the extension's statements.
  *
  * Columns are read by their 1-based number, named by an enum or a comment
- * beside the statement in plans.c.  A column the statement never leaves
+ * beside the statement (in the file that runs it).  A column the statement never leaves
  * NULL is read with a typed reader that raises an internal error on NULL
  * (a NULL there is a bug, and turning it into 0 or false would hide it);
  * a column that may be NULL is checked with SpiIsNull first.

@@ -38,7 +38,7 @@
  * retried parent by one on the failed table: every path obeys the same
  * rules.  The row trigger has no WHEN clause (PostgreSQL prepares a WHEN
  * again for every statement, which costs more than a call that returns at
- * once for a job without key or children).  A rotation's move (ring.c)
+ * once for a job without key or children).  A rotation's move (api/rotation.c)
  * only moves rows and says so, and so do cancels (admin.c), which delete
  * held jobs too.
  *

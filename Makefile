@@ -130,8 +130,17 @@ dist:
 	python3 $(TOPDIR)scripts/pgxn-check.py $(DIST_ZIP).tmp || { rm -f $(DIST_ZIP).tmp; exit 1; }
 	mv $(DIST_ZIP).tmp $(DIST_ZIP)
 
-# PGXS tracks no header dependencies: every object depends on the shared header.
-$(OBJS): $(wildcard $(TOPDIR)extension/src/*/*.h)
+# PGXS tracks no header dependencies: every object depends on every folder's
+# header (one per folder, extension/src/README.md; contract.h is part of base.h).
+JQ_HEADERS = \
+	extension/src/base/base.h \
+	extension/src/base/contract.h \
+	extension/src/exec/exec.h \
+	extension/src/store/store.h \
+	extension/src/runtime/runtime.h \
+	extension/src/flow/flow.h \
+	extension/src/api/api.h
+$(OBJS): $(JQ_HEADERS)
 
 .PHONY: contract-check
 # The frozen SQL scripts state the contract's defaults; contract.h must agree.

@@ -147,12 +147,12 @@ enum
 static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
 	[PLAN_OVERVIEW] = {.name = "overview", .text = {
 		/*
-			 * Every queue that has jobs, failed rows or settings, with its backlog
-			 * at $1 counted up to the cap $2 (columns as queue_overview returns
-			 * them).  The oldest pending job is the one due first: the least
-			 * available_at of the queue's waiting jobs due by $1 (the head of the
-			 * waiting index) and of the head of each of its priorities.
-			 */
+		 * Every queue that has jobs, failed rows or settings, with its backlog
+		 * at $1 counted up to the cap $2 (columns as queue_overview returns
+		 * them).  The oldest pending job is the one due first: the least
+		 * available_at of the queue's waiting jobs due by $1 (the head of the
+		 * waiting index) and of the head of each of its priorities.
+		 */
 		[JQ_API_1_4] = {
 			JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
 			LOOSE_QUEUES("ready_queues", "@J@", "t.ready") ", "
@@ -189,21 +189,21 @@ static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
 			2, {TIMESTAMPTZOID, INT4OID}
 		},
 		/*
-			 * 1.5: the same queues, each count read up to the cap $2 + 1 only, for
-			 * browse.c to tell exact counts from the ones it estimates.  The jobs
-			 * due later that wait (delayed or held) are one range of the waiting
-			 * index, counted once up to the cap from the index alone; only when
-			 * they are within the cap are their rows read, to tell them apart by
-			 * their token (a waiting job due later is held exactly when it has
-			 * one; "n.seen <= $2" is a one-time filter).  Counting each state of
-			 * that range up to the cap separately read every job of the other
-			 * state that sorts first; reading their rows past the cap, rows whose
-			 * states are estimated anyway.  Columns: queue, paused, pending (two
-			 * ranges, each up to $2 + 1), ready jobs due later (delayed: only a
-			 * clock set back leaves them), the waiting range's delayed and held
-			 * jobs (0 past the cap) and its entries read, failed rows, the oldest
-			 * pending job's available_at.
-			 */
+		 * 1.5: the same queues, each count read up to the cap $2 + 1 only, for
+		 * browse.c to tell exact counts from the ones it estimates.  The jobs
+		 * due later that wait (delayed or held) are one range of the waiting
+		 * index, counted once up to the cap from the index alone; only when
+		 * they are within the cap are their rows read, to tell them apart by
+		 * their token (a waiting job due later is held exactly when it has
+		 * one; "n.seen <= $2" is a one-time filter).  Counting each state of
+		 * that range up to the cap separately read every job of the other
+		 * state that sorts first; reading their rows past the cap, rows whose
+		 * states are estimated anyway.  Columns: queue, paused, pending (two
+		 * ranges, each up to $2 + 1), ready jobs due later (delayed: only a
+		 * clock set back leaves them), the waiting range's delayed and held
+		 * jobs (0 past the cap) and its entries read, failed rows, the oldest
+		 * pending job's available_at.
+		 */
 		[JQ_API_1_5] = {
 			JQ_INDEX_PLAN_MARK "WITH RECURSIVE "
 			LOOSE_QUEUES("ready_queues", "@J@", "t.ready") ", "
@@ -246,11 +246,11 @@ static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
 	}},
 	[PLAN_PAGE_CANDIDATES] = {.name = "page_candidates", .text = {
 		/*
-			 * A page of queue $1's jobs in state $3 at $2, after id $4, at most $5:
-			 * from its candidates sorted by id when they are few (counted up to
-			 * the cap $4 first), else in id order along the primary keys, reading
-			 * every queue's jobs from $4 on until $5 of queue $1 are found.
-			 */
+		 * A page of queue $1's jobs in state $3 at $2, after id $4, at most $5:
+		 * from its candidates sorted by id when they are few (counted up to
+		 * the cap $4 first), else in id order along the primary keys, reading
+		 * every queue's jobs from $4 on until $5 of queue $1 are found.
+		 */
 		[JQ_API_1_4] = {
 			JQ_INDEX_PLAN_MARK "SELECT pg_catalog.count(*) FROM ("
 			PAGE_CANDIDATES("1", " LIMIT $4 + 1") " LIMIT $4 + 1) candidates",
@@ -259,10 +259,10 @@ static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
 	}},
 	[PLAN_PAGE_SORTED] = {.name = "page_sorted", .text = {
 		/*
-			 * OFFSET 0 keeps "id > $4" out of the arms: there it would let the
-			 * planner take a partition's primary key for one, where the statistics
-			 * of a partition holding one big queue make "queue = $1" look useless.
-			 */
+		 * OFFSET 0 keeps "id > $4" out of the arms: there it would let the
+		 * planner take a partition's primary key for one, where the statistics
+		 * of a partition holding one big queue make "queue = $1" look useless.
+		 */
 		[JQ_API_1_4] = {
 			JQ_INDEX_PLAN_MARK "SELECT " PAGE_COLUMNS
 			" FROM (" PAGE_CANDIDATES("j.*", " OFFSET 0") " OFFSET 0) j"

@@ -134,9 +134,9 @@ static JqStatement statements[NUM_PUSH_STATEMENTS] = {
 	}},
 	[PLAN_PUSH_HELD_BACK] = {.name = "push_held_back", .text = {
 		/*
-			 * A push with a concurrency key ($11; $10, the ring, unused) enters held
-			 * back: the caller takes it a slot, or leaves it waiting (flow.c).
-			 */
+		 * A push with a concurrency key ($11; $10, the ring, unused) enters held
+		 * back: the caller takes it a slot, or leaves it waiting (flow.c).
+		 */
 		[JQ_API_1_5] = {
 			JQ_HOT_PATH_MARK "INSERT INTO @S@.queue_jobs"
 			" (id, queue, name, payload, priority, max_attempts, available_at, ready, created_at,"
@@ -150,11 +150,11 @@ static JqStatement statements[NUM_PUSH_STATEMENTS] = {
 	}},
 	[PLAN_REPLACE_PENDING] = {.name = "replace_pending", .text = {
 		/*
-			 * on_duplicate: the pending job holding a unique key ($1) takes the new
-			 * push's payload, priority, attempts, deadline and run-at ($2..$6, at
-			 * $7); a held job is left as it is.  A held-back job keeps waiting,
-			 * with the new run-at kept for when it may run.
-			 */
+		 * on_duplicate: the pending job holding a unique key ($1) takes the new
+		 * push's payload, priority, attempts, deadline and run-at ($2..$6, at
+		 * $7); a held job is left as it is.  A held-back job keeps waiting,
+		 * with the new run-at kept for when it may run.
+		 */
 		[JQ_API_1_5] = {
 			JQ_INDEX_PLAN_MARK "UPDATE @S@.queue_jobs_long"
 			" SET payload = $2, priority = $3, max_attempts = $4, deadline = $5,"

@@ -162,10 +162,10 @@ enum
 static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 	[PLAN_FIND_DUE] = {.name = "find_due", .text = {
 		/*
-			 * Delayed and held jobs of these queues whose moment has come, locked so
-			 * two workers do not promote the same row.  "exhausted": a held job on
-			 * its last attempt whose lease ran out (its worker died).
-			 */
+		 * Delayed and held jobs of these queues whose moment has come, locked so
+		 * two workers do not promote the same row.  "exhausted": a held job on
+		 * its last attempt whose lease ran out (its worker died).
+		 */
 		[JQ_API_1_0] = {
 			JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts FROM @J@"
 			" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
@@ -173,9 +173,9 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 			2, {TEXTARRAYOID, TIMESTAMPTZOID}
 		},
 		/*
-			 * As PLAN_FIND_DUE, plus jobs past their deadline that are not running
-			 * (ready, or their lease ran out): those are failed as expired.
-			 */
+		 * As PLAN_FIND_DUE, plus jobs past their deadline that are not running
+		 * (ready, or their lease ran out): those are failed as expired.
+		 */
 		[JQ_API_1_1] = {
 			JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
 			"  queue, priority, available_at, token IS NOT NULL"
@@ -208,12 +208,12 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 	}},
 	[PLAN_CLAIM_CANDIDATES] = {.name = "claim_candidates", .text = {
 		/*
-			 * The claim, in two statements so that each keeps a good generic plan
-			 * (a join of the two would be planned for a guessed batch size): the
-			 * best ready jobs in claim order, locked with SKIP LOCKED so workers
-			 * step past each other; then the UPDATE that re-checks everything the
-			 * search relied on.
-			 */
+		 * The claim, in two statements so that each keeps a good generic plan
+		 * (a join of the two would be planned for a guessed batch size): the
+		 * best ready jobs in claim order, locked with SKIP LOCKED so workers
+		 * step past each other; then the UPDATE that re-checks everything the
+		 * search relied on.
+		 */
 		[JQ_API_1_0] = {
 			JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @J@"
 			" WHERE ready AND queue = $1 AND available_at <= $2"
@@ -263,10 +263,10 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 	}},
 	[PLAN_FIND_EXPIRED_READY] = {.name = "find_expired_ready", .text = {
 		/*
-			 * Ready jobs past their deadline (a waiting one is found above).  Two
-			 * statements, not one with an OR: each arm then keeps its own partial
-			 * index in a generic plan, where an OR made the planner scan the table.
-			 */
+		 * Ready jobs past their deadline (a waiting one is found above).  Two
+		 * statements, not one with an OR: each arm then keeps its own partial
+		 * index in a generic plan, where an OR made the planner scan the table.
+		 */
 		[JQ_API_1_1] = {
 			JQ_HOT_PATH_MARK "SELECT id FROM @J@"
 			" WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY
@@ -276,10 +276,10 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 	}},
 	[PLAN_NEXT_DUE] = {.name = "next_due", .text = {
 		/*
-			 * The earliest moment up to $2 at which a job of these queues falls due:
-			 * a delayed or held one becomes claimable, a ready one expires.  Not
-			 * locked: a row another claim is promoting still counts.
-			 */
+		 * The earliest moment up to $2 at which a job of these queues falls due:
+		 * a delayed or held one becomes claimable, a ready one expires.  Not
+		 * locked: a row another claim is promoting still counts.
+		 */
 		[JQ_API_1_1] = {
 			JQ_HOT_PATH_MARK "SELECT least("
 			" (SELECT pg_catalog.min(available_at) FROM @J@"
@@ -306,10 +306,10 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 	}},
 	[PLAN_CLAIM_CANDIDATES_FROM] = {.name = "claim_candidates_from", .text = {
 		/*
-			 * The search from a claim position (claimpos.c): the rest of the
-			 * position's priority from the position on, then the lower priorities
-			 * from their head.  Both are ranges of the claim index.
-			 */
+		 * The search from a claim position (claimpos.c): the rest of the
+		 * position's priority from the position on, then the lower priorities
+		 * from their head.  Both are ranges of the claim index.
+		 */
 		[JQ_API_1_1] = {
 			CLAIM_CANDIDATES_FROM_SQL(CANDIDATE_COLUMNS),
 			6, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID}

@@ -37,11 +37,11 @@ enum
 static JqStatement statements[NUM_DEPENDENCIES_STATEMENTS] = {
 	[PLAN_PARENTS_LOCK] = {.name = "parents_lock", .text = {
 		/*
-			 * The parents of a new child that are live jobs, locked against their
-			 * deletion (not against claims) until the child's push commits; then
-			 * those not marked yet marked (an UPDATE per child would give one
-			 * parent a row version per child).
-			 */
+		 * The parents of a new child that are live jobs, locked against their
+		 * deletion (not against claims) until the child's push commits; then
+		 * those not marked yet marked (an UPDATE per child would give one
+		 * parent a row version per child).
+		 */
 		[JQ_API_1_5] = {
 			JQ_HOT_PATH_MARK "SELECT id FROM @S@.queue_jobs WHERE id = ANY ($1) FOR KEY SHARE",
 			1, {INT8ARRAYOID}

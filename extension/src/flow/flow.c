@@ -100,11 +100,11 @@ enum
 static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 	[PLAN_KEY_TAKE_SLOT] = {.name = "key_take_slot", .text = {
 		/*
-			 * Concurrency keys.  Take a slot of key $2 of queue $1 if fewer than
-			 * its limit are taken; either way the key's row stays locked until the
-			 * transaction ends, so the jobs that hold and wait for the key's slots
-			 * change one transaction at a time.
-			 */
+		 * Concurrency keys.  Take a slot of key $2 of queue $1 if fewer than
+		 * its limit are taken; either way the key's row stays locked until the
+		 * transaction ends, so the jobs that hold and wait for the key's slots
+		 * change one transaction at a time.
+		 */
 		[JQ_API_1_5] = {
 			JQ_INDEX_PLAN_MARK "INSERT INTO @S@.queue_key_slots AS s (queue, concurrency_key, running)"
 			" VALUES ($1, $2, 1)"
@@ -135,14 +135,14 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 	}},
 	[PLAN_KEY_ADMIT_WAITING] = {.name = "key_admit_waiting", .text = {
 		/*
-			 * The next $3 jobs waiting for a slot of the key, in the order they get
-			 * one, take a slot and may run at their own run-at ($4: now).  Run after
-			 * the key's row is locked, by a statement of its own: its snapshot then
-			 * sees every job that waits for the key, and no other session admits
-			 * them meanwhile: so the search locks nothing, and the UPDATE needs no
-			 * re-check of flow (which would let the waiting index serve it instead
-			 * of the primary keys); a job cancelled meanwhile is just not admitted.
-			 */
+		 * The next $3 jobs waiting for a slot of the key, in the order they get
+		 * one, take a slot and may run at their own run-at ($4: now).  Run after
+		 * the key's row is locked, by a statement of its own: its snapshot then
+		 * sees every job that waits for the key, and no other session admits
+		 * them meanwhile: so the search locks nothing, and the UPDATE needs no
+		 * re-check of flow (which would let the waiting index serve it instead
+		 * of the primary keys); a job cancelled meanwhile is just not admitted.
+		 */
 		[JQ_API_1_5] = {
 			LET_GO_SQL("'slot'", "$4",
 					   "id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
@@ -153,9 +153,9 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 	}},
 	[PLAN_FLOW_LET_GO] = {.name = "flow_let_go", .text = {
 		/*
-			 * A held-back job ($1) may run: as flow $3 (NULL, or 'slot' when it
-			 * took a slot of its key), at its own run-at.
-			 */
+		 * A held-back job ($1) may run: as flow $3 (NULL, or 'slot' when it
+		 * took a slot of its key), at its own run-at.
+		 */
 		[JQ_API_1_5] = {
 			LET_GO_SQL("$3", "$2", "id = $1 AND flow IN ('key', 'parents')"),
 			3, {INT8OID, TIMESTAMPTZOID, TEXTOID}
@@ -183,10 +183,10 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 	}},
 	[PLAN_CHILDREN_DONE] = {.name = "children_done", .text = {
 		/*
-			 * Dependencies.  A parent ($1) is done for the children that wait for
-			 * it ($2 false: it completed) or that run anyway ($2 true: it failed):
-			 * each waits for one parent less.
-			 */
+		 * Dependencies.  A parent ($1) is done for the children that wait for
+		 * it ($2 false: it completed) or that run anyway ($2 true: it failed):
+		 * each waits for one parent less.
+		 */
 		[JQ_API_1_5] = {
 			JQ_HOT_PATH_MARK "WITH done AS ("
 			"  DELETE FROM @S@.queue_job_parents WHERE parent = $1 AND (NOT $2 OR run_anyway)"

@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * settings.c
- *	  The extension's settings (GUCs) and the queue's clock.
+ *	  The base folder's settings (GUCs) and the queue's clock.
+ *
+ * The other folders define their own settings, from their Init
+ * (extension/src/README.md lists them all).
  *
  * One clock: the server's clock_timestamp(), shifted by the superuser-only
  * jobqueue.clock_offset so tests can travel in time instead of sleeping.

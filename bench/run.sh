@@ -126,7 +126,7 @@ case $SOAK_HELD in
 esac
 SOAK_REPORT_SECS=30   # --soak: queue_jobs' size and dead rows reported this often
 
-# Server settings: the same for every system measured (see README.md).
+# Server settings: the same for every system measured (see bench/README.md, "Settings, and why").
 BENCH_PGCONF="shared_buffers = 512MB
 max_connections = 50
 fsync = on

@@ -21,8 +21,8 @@ cluster "jobqueue" has 1, 2 and 4 of them; ports 56100-56199
    shards: jobs a second, and the CPU time of each cluster (postmaster and
    every process under it, /proc) per job: the shard's and the router's.
    On one machine the shards share its cores, so their sum cannot grow;
-   what N machines give is derived from the CPU per job (README, Several
-   servers).
+   what N machines give is derived from the CPU per job
+   (docs/performance.md, "Several servers").
 """
 import argparse
 import datetime

@@ -53,10 +53,11 @@ suite_regress() {
 }
 
 # META.json must carry the control file's version; the SQL scripts'
-# defaults must be contract.h's.
+# defaults must be contract.h's; every relative link of the Markdown resolves.
 suite_packaging() {
     make -s version-check PG_CONFIG="$PG_CONFIG"
     make -s contract-check PG_CONFIG="$PG_CONFIG"
+    python3 scripts/check_links.py
     make -s layer-check PG_CONFIG="$PG_CONFIG"
 }
 

@@ -2,7 +2,7 @@
 # tests/stress/chaos.sh: chaos test of the jobqueue worker runtime and the
 # server side of claims, leases and fencing.
 #
-# A producer pushes JOBS jobs (20,000; 100,000 with JQ_LONG=1) in batches
+# A producer pushes JOBS jobs (3,000; 100,000 with JQ_LONG=1) in batches
 # (queue_push_many) while K=4 `jobqueue work` processes (2 handler threads
 # each, 2 s leases) run them. All along, the harness SIGKILLs a random worker
 # every 200-600 ms and starts a new one in its place; once, when half the

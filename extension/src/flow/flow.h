@@ -24,6 +24,7 @@ typedef enum JobRemoval
 	JOB_REMOVAL_CANCELLED,		/* queue_cancel, queue_clear */
 	JOB_REMOVAL_MOVED			/* a rotation moves rows between partitions */
 } JobRemoval;
+
 extern void JqFlowInit(void);
 extern uint64 RemoveJobs(const JqCall *call, JobRemoval why, JqStatement *statement,
 						 JobTable table, Datum *values, const char *nulls, int expected,
@@ -47,6 +48,5 @@ extern JqStatementSet concurrency_statements;
 extern JqStatementSet dependencies_statements;
 extern JqStatementSet flow_statements;
 extern JqStatementSet ratelimit_statements;
-
 
 #endif							/* JOBQUEUE_FLOW_H */

@@ -209,6 +209,38 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 }
 
 /*
+ * A concurrency limit of queue for key_prefix was set or removed: each key
+ * of the queue it may cover (every key starting with key_prefix: a longer
+ * prefix's keys too, harmlessly) with jobs waiting for a slot lets as many
+ * of them take one as its limit now allows, this transaction's change
+ * included (RefillKeySlots, with the key's row locked).  The one way a
+ * changed limit reaches the keys: a raised limit (set, or removed so that
+ * a shorter prefix's higher limit applies, or 1 is higher) lets waiting
+ * jobs run at once, a lowered one admits none.
+ * The keys are locked in their order, so two limit changes cannot
+ * deadlock.  Between SPI_connect and SPI_finish, after the limit's
+ * statement.
+ */
+void
+AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix)
+{
+	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key_prefix)};
+	SPITupleTable *keys;
+
+	QueueExecute(call, PLAN_KEYS_WAITING, args, NULL, SPI_OK_SELECT);
+	keys = SpiTakeResult();
+	for (uint64 row = 0; row < keys->numvals; row++)
+	{
+		bool		isnull;
+		Datum		key = SPI_getbinval(keys->vals[row], keys->tupdesc, 1, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		RefillKeySlots(call, queue, DatumGetTextPP(key), 0);
+	}
+	SPI_freetuptable(keys);
+}
+
+/*
  * A job held back for a slot of its key (just pushed or retried) takes one
  * if one is free and may run; returns whether it did.
  */

@@ -432,6 +432,7 @@ extern void JobqueueDefineFlow(void);
 extern JobRemoval SetJobRemoval(JobRemoval removal);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
+extern void AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix);
 extern bool AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
 extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
 extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,

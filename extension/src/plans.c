@@ -1057,10 +1057,14 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 				   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"),
 		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
-	/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
+	/*
+	 * The keys of queue $1 starting with $2 that have jobs waiting for a
+	 * slot, in the order a limit change locks them (AdmitWaitingOfKeys).
+	 */
 	[PLAN_KEYS_WAITING][JQ_API_1_5] = {
 		JQ_INDEX_PLAN_MARK "SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
-		" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)",
+		" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)"
+		" ORDER BY concurrency_key",
 		2, {TEXTOID, TEXTOID}
 	},
 	/*

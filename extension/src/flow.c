@@ -194,6 +194,19 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 	was_running = SpiInt32(0, 1);
 	running = Max(was_running - given_up, 0);
 	limit = SpiInt32(0, 2);
+	if (running >= limit)
+	{
+		/*
+		 * The key is full by the limit the lock's statement read, with its
+		 * snapshot from before it waited for the row: the transaction that
+		 * held the row may have raised the limit and filled the key up to
+		 * it (AdmitWaitingOfKeys) before it committed.  A statement of its
+		 * own reads the limit as it is now.  (Otherwise only a lowered
+		 * limit leaves a key full here: rare, and then one more read.)
+		 */
+		QueueExecute(call, PLAN_KEY_LIMIT_OF, args, NULL, SPI_OK_SELECT);
+		limit = SpiInt32(0, 1);
+	}
 	if (running < limit)
 	{
 		args[2] = Int32GetDatum(limit - running);

@@ -194,6 +194,19 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 	was_running = SpiInt32(0, 1);
 	running = Max(was_running - given_up, 0);
 	limit = SpiInt32(0, 2);
+	if (running >= limit)
+	{
+		/*
+		 * The key is full by the limit the lock's statement read, with its
+		 * snapshot from before it waited for the row: the transaction that
+		 * held the row may have raised the limit and filled the key up to
+		 * it (AdmitWaitingOfKeys) before it committed.  A statement of its
+		 * own reads the limit as it is now.  (Otherwise only a lowered
+		 * limit leaves a key full here: rare, and then one more read.)
+		 */
+		QueueExecute(call, PLAN_KEY_LIMIT_OF, args, NULL, SPI_OK_SELECT);
+		limit = SpiInt32(0, 1);
+	}
 	if (running < limit)
 	{
 		args[2] = Int32GetDatum(limit - running);
@@ -206,6 +219,38 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 		QueueExecute(call, PLAN_KEY_DROP_SLOTS, args, NULL, SPI_OK_DELETE);
 	else if (running != was_running)
 		QueueExecute(call, PLAN_KEY_SET_RUNNING, args, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A concurrency limit of queue for key_prefix was set or removed: each key
+ * of the queue it may cover (every key starting with key_prefix: a longer
+ * prefix's keys too, harmlessly) with jobs waiting for a slot lets as many
+ * of them take one as its limit now allows, this transaction's change
+ * included (RefillKeySlots, with the key's row locked).  The one way a
+ * changed limit reaches the keys: a raised limit (set, or removed so that
+ * a shorter prefix's higher limit applies, or 1 is higher) lets waiting
+ * jobs run at once, a lowered one admits none.
+ * The keys are locked in their order, so two limit changes cannot
+ * deadlock.  Between SPI_connect and SPI_finish, after the limit's
+ * statement.
+ */
+void
+AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix)
+{
+	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key_prefix)};
+	SPITupleTable *keys;
+
+	QueueExecute(call, PLAN_KEYS_WAITING, args, NULL, SPI_OK_SELECT);
+	keys = SpiTakeResult();
+	for (uint64 row = 0; row < keys->numvals; row++)
+	{
+		bool		isnull;
+		Datum		key = SPI_getbinval(keys->vals[row], keys->tupdesc, 1, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		RefillKeySlots(call, queue, DatumGetTextPP(key), 0);
+	}
+	SPI_freetuptable(keys);
 }
 
 /*

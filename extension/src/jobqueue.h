@@ -173,6 +173,7 @@ typedef enum QueuePlanId
 	PLAN_PUSH_HELD_BACK,
 	PLAN_KEY_TAKE_SLOT,
 	PLAN_KEY_LOCK_SLOTS,
+	PLAN_KEY_LIMIT_OF,
 	PLAN_KEY_SET_RUNNING,
 	PLAN_KEY_DROP_SLOTS,
 	PLAN_KEY_ADMIT_WAITING,
@@ -432,6 +433,7 @@ extern void JobqueueDefineFlow(void);
 extern JobRemoval SetJobRemoval(JobRemoval removal);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
+extern void AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix);
 extern bool AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
 extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
 extern void NoteJobMayRun(const JqCall *call, text *queue, const ClaimPosition *position,

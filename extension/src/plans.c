@@ -1033,6 +1033,15 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 		" WHERE queue = $1 AND concurrency_key = $2 FOR UPDATE",
 		2, {TEXTOID, TEXTOID}
 	},
+	/*
+	 * The limit of key $2 of queue $1, read again by a statement of its
+	 * own once the key's row is locked (RefillKeySlots): its snapshot sees
+	 * a limit changed by the transaction that held the row before.
+	 */
+	[PLAN_KEY_LIMIT_OF][JQ_API_1_5] = {
+		JQ_INDEX_PLAN_MARK "SELECT " KEY_LIMIT("$1", "$2"),
+		2, {TEXTOID, TEXTOID}
+	},
 	[PLAN_KEY_SET_RUNNING][JQ_API_1_5] = {
 		JQ_HOT_PATH_MARK "UPDATE @S@.queue_key_slots SET running = $3 WHERE queue = $1 AND concurrency_key = $2",
 		3, {TEXTOID, TEXTOID, INT4OID}
@@ -1057,10 +1066,14 @@ static const QueuePlanDef plan_defs[NUM_QUEUE_PLANS][JQ_API_COUNT] = {
 				   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"),
 		4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 	},
-	/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
+	/*
+	 * The keys of queue $1 starting with $2 that have jobs waiting for a
+	 * slot, in the order a limit change locks them (AdmitWaitingOfKeys).
+	 */
 	[PLAN_KEYS_WAITING][JQ_API_1_5] = {
 		JQ_INDEX_PLAN_MARK "SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
-		" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)",
+		" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)"
+		" ORDER BY concurrency_key",
 		2, {TEXTOID, TEXTOID}
 	},
 	/*
@@ -1316,6 +1329,7 @@ static const char *const plan_names[NUM_QUEUE_PLANS] = {
 	[PLAN_LEASES] = "leases",
 	[PLAN_KEY_TAKE_SLOT] = "key_take_slot",
 	[PLAN_KEY_LOCK_SLOTS] = "key_lock_slots",
+	[PLAN_KEY_LIMIT_OF] = "key_limit_of",
 	[PLAN_KEY_SET_RUNNING] = "key_set_running",
 	[PLAN_KEY_DROP_SLOTS] = "key_drop_slots",
 	[PLAN_KEY_ADMIT_WAITING] = "key_admit_waiting",

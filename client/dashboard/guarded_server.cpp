@@ -48,6 +48,15 @@ void answer_and_close(int sock, int status, const char* reason, const char* mess
                        "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                        std::to_string(body.size()) + "\r\n\r\n" + body;
     (void)::send(sock, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    // what the client sent already is read and dropped (1 MiB at most, no
+    // waiting): closing with unread bytes resets the connection, and a
+    // client still sending could miss the answer
+    char sink[16384];
+    for (std::size_t dropped = 0; dropped < 1024 * 1024;) {
+        ssize_t n = ::recv(sock, sink, sizeof(sink), MSG_DONTWAIT);
+        if (n <= 0) break;
+        dropped += static_cast<std::size_t>(n);
+    }
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
 }

@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -88,28 +86,6 @@ void address_of(int sock, bool peer, std::string& ip, int& port) {
 }
 
 }  // namespace
-
-// httplib reads a head line by line up to "\n"; the head ends at the first
-// line after the request line that is exactly "\r\n" (read_headers skips a
-// bare "\n" line). So the same is looked for here.
-HeadState judge_head(const char* data, std::size_t size, const HeadLimits& limits) {
-    std::size_t at = 0, lines = 0;
-    bool request_line = true;
-    while (at < size) {
-        const void* nl = std::memchr(data + at, '\n', size - at);
-        if (nl == nullptr) break;
-        std::size_t end = static_cast<const char*>(nl) - data + 1;
-        if (end > limits.max_head_bytes) return HeadState::too_large;
-        if (request_line) {
-            request_line = false;
-        } else {
-            if (end - at == 2 && data[at] == '\r') return HeadState::complete;
-            if (++lines > limits.max_header_lines) return HeadState::too_large;
-        }
-        at = end;
-    }
-    return size >= limits.max_head_bytes ? HeadState::too_large : HeadState::incomplete;
-}
 
 // One client connection: its socket and the bytes read from it that httplib
 // has not taken yet (a head read by the reader, a read ahead of a line).
@@ -238,8 +214,10 @@ private:
     // 431 answer.
     void dispatch(std::unique_ptr<Connection> c) {
         if (judge_head(c->buffer.data(), c->buffer.size(), server_.limits_) == HeadState::too_large) {
-            answer_and_close(c->sock, 431, "Request Header Fields Too Large",
-                             "the request head is too large (at most 64 KiB and 100 header lines)");
+            const HeadLimits& l = server_.limits_;
+            std::string why = "the request head is too large (at most " + std::to_string(l.max_head_bytes / 1024) +
+                              " KiB and " + std::to_string(l.max_header_lines) + " header lines)";
+            answer_and_close(c->sock, 431, "Request Header Fields Too Large", why.c_str());
             return;
         }
         auto* raw = c.release();

@@ -32,20 +32,9 @@
 #include <memory>
 #include <string>
 
+#include "request_head.hpp"
+
 namespace jobqueue::dashboard {
-
-struct HeadLimits {
-    std::chrono::milliseconds head_timeout{10000};  // the whole request head, from its first wait
-    std::size_t max_head_bytes = 64 * 1024;          // request line and headers
-    std::size_t max_header_lines = 100;              // header lines after the request line
-    std::size_t max_waiting = 512;                   // connections waiting for their head
-    std::chrono::seconds io_timeout{5};              // each read of a body, each write
-};
-
-// How the reader judges the bytes of a connection: a head still coming, a
-// complete head, or one over the limits. Exposed for the unit tests.
-enum class HeadState { incomplete, complete, too_large };
-HeadState judge_head(const char* data, std::size_t size, const HeadLimits& limits);
 
 class GuardedServer : public httplib::Server {
 public:

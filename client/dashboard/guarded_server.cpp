@@ -110,14 +110,17 @@ namespace {
 // read first, then the socket, each read and write bounded by io_timeout.
 class ConnectionStream : public httplib::Stream {
 public:
-    ConnectionStream(GuardedServer::Connection& c, std::chrono::milliseconds timeout) : c_(c), timeout_(timeout) {}
+    // reads end at read_deadline whatever their own timeout says
+    ConnectionStream(GuardedServer::Connection& c, std::chrono::milliseconds timeout,
+                     SteadyClock::time_point read_deadline)
+        : c_(c), timeout_(timeout), read_deadline_(read_deadline) {}
 
-    bool is_readable() const override { return c_.pending() > 0 || wait_for(c_.sock, POLLIN, timeout_); }
+    bool is_readable() const override { return c_.pending() > 0 || wait_for(c_.sock, POLLIN, read_timeout()); }
     bool is_writable() const override { return wait_for(c_.sock, POLLOUT, timeout_); }
 
     ssize_t read(char* ptr, size_t size) override {
         if (c_.pending() == 0) {
-            if (!wait_for(c_.sock, POLLIN, timeout_)) return -1;
+            if (!wait_for(c_.sock, POLLIN, read_timeout())) return -1;
             c_.buffer.resize(4096);
             c_.taken = 0;
             ssize_t n;
@@ -147,8 +150,13 @@ public:
     socket_t socket() const override { return c_.sock; }
 
 private:
+    std::chrono::milliseconds read_timeout() const {
+        return std::min(timeout_, std::chrono::milliseconds(millis_until(read_deadline_)));
+    }
+
     GuardedServer::Connection& c_;
     std::chrono::milliseconds timeout_;
+    SteadyClock::time_point read_deadline_;
 };
 
 }  // namespace
@@ -339,7 +347,10 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
 }
 
 bool GuardedServer::serve_one(Connection& conn, bool last) {
-    ConnectionStream stream(conn, limits_.io_timeout);
+    // the head is in already: what is still read is its body, which must
+    // come within body_timeout in all (a body sent a byte at a time holds a
+    // request thread no longer than that)
+    ConnectionStream stream(conn, limits_.io_timeout, SteadyClock::now() + limits_.body_timeout);
     close_requested = false;
     bool closed = false;
     ++conn.served;

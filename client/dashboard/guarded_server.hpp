@@ -18,6 +18,8 @@
 //        closed first);
 //     -> a complete head goes to the pool of request threads, where httplib
 //        parses and routes it (process_request) from the bytes already read;
+//        a body must then come within body_timeout in all (io_timeout for
+//        each read and each write);
 //     -> a connection kept alive goes back to the reader for its next head,
 //        so an idle connection holds no request thread either.
 // A request refused before its body was read (no credentials, a bad Host)

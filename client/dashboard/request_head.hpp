@@ -14,6 +14,7 @@ struct HeadLimits {
     std::size_t max_header_lines = 100;              // header lines after the request line
     std::size_t max_waiting = 512;                   // connections waiting for their head
     std::chrono::seconds io_timeout{5};              // each read of a body, each write
+    std::chrono::seconds body_timeout{30};           // every read of one request's body together
 };
 
 // A head still coming, a complete head (the bytes may go on with a body or

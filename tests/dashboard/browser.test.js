@@ -502,8 +502,10 @@ async function malformedRoute(page) {
 }
 
 // A job named "invoice \u202Efdp.exe" (U+202E RIGHT-TO-LEFT OVERRIDE) must
-// not reorder the text around it: every user string is isolated (<bdi> or
-// unicode-bidi: isolate), and a confirmation spells the control out.
+// neither reorder the text around it nor pass for "invoice exe.pdf": each
+// name is in a <bdi> of its own (unicode-bidi: isolate; a table cell is
+// isolated by the browser already, an inline name is not) with the control
+// spelled out, and so is every confirmation.
 async function bidiText(page, dialogs) {
   const queue = 'jq_dash_bidi\u202Eevil';
   const name = 'invoice \u202Efdp.exe';
@@ -523,16 +525,17 @@ async function bidiText(page, dialogs) {
     }
     return null;
   }, selector, text);
-  const isolated = (r) => Boolean(r) && (r.tag === 'BDI' || r.bidi === 'isolate') && r.bidi === 'isolate';
+  const isolated = (r) => Boolean(r) && r.tag === 'BDI' && r.bidi === 'isolate';
+  const shown = (text) => text.replace(/\u202E/g, '⟨U+202E⟩');
 
   await page.goto(ADMIN + '/#/queue/' + encodeURIComponent(queue));
   await until(() => page.$(`tr[data-job="${id}"]`));
-  let r = await isolation(`tr[data-job="${id}"]`, name);
-  check('queue page: the job name with U+202E is isolated', isolated(r), r);
-  r = await isolation(`tr[data-job="${id}"]`, worker);
-  check('queue page: the lease holder is isolated', isolated(r), r);
-  r = await isolation('[data-testid="queue-name"]', queue);
-  check('queue page: the queue name is isolated', isolated(r), r);
+  let r = await isolation(`tr[data-job="${id}"]`, shown(name));
+  check('queue page: the job name is isolated (bdi), shown as "invoice ⟨U+202E⟩fdp.exe"', isolated(r), r);
+  r = await isolation(`tr[data-job="${id}"]`, shown(worker));
+  check('queue page: the lease holder is isolated, U+202E spelled out', isolated(r), r);
+  r = await isolation('[data-testid="queue-name"]', shown(queue));
+  check('queue page: the queue name is isolated, U+202E spelled out', isolated(r), r);
   dialogs.seen.length = 0;
   dialogs.answer = false;
   await page.click('button[data-action="clear"]');
@@ -543,10 +546,10 @@ async function bidiText(page, dialogs) {
 
   await page.goto(ADMIN + '/#/job/' + id);
   await until(() => page.$('[data-testid="job-name"] bdi'));
-  r = await isolation('[data-testid="job-name"]', name);
-  check('job page: the job name is isolated', isolated(r), r);
-  r = await isolation('[data-testid="job-queue"]', queue);
-  check('job page: the queue name is isolated', isolated(r), r);
+  r = await isolation('[data-testid="job-name"]', shown(name));
+  check('job page: the job name is isolated, U+202E spelled out', isolated(r), r);
+  r = await isolation('[data-testid="job-queue"]', shown(queue));
+  check('job page: the queue name is isolated, U+202E spelled out', isolated(r), r);
   dialogs.seen.length = 0;
   await page.click('button[data-action="cancel"]');
   await until(() => dialogs.seen.length);
@@ -559,15 +562,15 @@ async function bidiText(page, dialogs) {
 
   await page.goto(ADMIN + '/#/workers');
   await until(() => page.$(`section.worker tr[data-job="${id}"]`));
-  r = await isolation('[data-testid="workers"]', worker);
-  check('workers page: the worker name is isolated', isolated(r), r);
-  r = await isolation(`[data-testid="workers"] tr[data-job="${id}"]`, name);
-  check('workers page: the job name is isolated', isolated(r), r);
+  r = await isolation('[data-testid="workers"]', shown(worker));
+  check('workers page: the worker name is isolated, U+202E spelled out', isolated(r), r);
+  r = await isolation(`[data-testid="workers"] tr[data-job="${id}"]`, shown(name));
+  check('workers page: the job name is isolated, U+202E spelled out', isolated(r), r);
 
   await page.goto(ADMIN + '/#/');
   await until(() => page.$(`tr[data-queue="${queue}"]`));
-  r = await isolation(`tr[data-queue="${queue}"]`, queue);
-  check('overview: the queue name is isolated', isolated(r), r);
+  r = await isolation(`tr[data-queue="${queue}"]`, shown(queue));
+  check('overview: the queue name is isolated, U+202E spelled out', isolated(r), r);
   sql(`DELETE FROM queue_jobs WHERE queue = ${literal(queue)}`);
 }
 

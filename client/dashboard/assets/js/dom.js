@@ -7,10 +7,12 @@
 //
 // Text direction: such a string may hold bidirectional controls (U+202E
 // RIGHT-TO-LEFT OVERRIDE turns "invoice \u202Efdp.exe" into what reads as
-// "invoice exe.pdf"). Each one is shown in an element of its own that
-// isolates it (user(): a <bdi>; app.css isolates the blocks that hold
-// server text), so it cannot reorder the text around it; and where a user
-// confirms an action, visible() spells such characters out ("⟨U+202E⟩").
+// "invoice exe.pdf"). Each name, key or message is shown in an element of
+// its own that isolates it (user(): a <bdi>; app.css isolates the blocks
+// that hold server text, payloads and errors), so it cannot reorder the
+// text around it, and with such characters spelled out (visible():
+// "invoice ⟨U+202E⟩fdp.exe"), so it cannot pass for another name either;
+// the same goes for the text of every confirmation and notice.
 
 // el('td', {className: 'n', dataset: {field: 'pending'}}, 'text', node, ...)
 // Strings and numbers become text nodes; null and false are skipped;
@@ -42,10 +44,11 @@ function append(node, children) {
   }
 }
 
-// A string from the server, isolated from the text around it (<bdi>,
-// direction from its own first strong character).
+// A string from the server (a name, a key, a message), isolated from the
+// text around it (<bdi>, direction from its own first strong character),
+// its invisible and bidirectional control characters spelled out.
 export function user(text, props) {
-  return el('bdi', props || {}, text === null || text === undefined ? '' : String(text));
+  return el('bdi', props || {}, text === null || text === undefined ? '' : visible(text));
 }
 
 // Bidirectional controls, zero-width characters and C0/C1 controls (but

@@ -18,7 +18,7 @@ struct CounterFamily {
     std::int64_t QueueCounters::*field;
 };
 
-// The help texts say what README.md's queue_counters table says.
+// The help texts say what docs/sql-api.md's queue_counters table says.
 const CounterFamily kCounterFamilies[] = {
     {"jobqueue_jobs_pushed_total",
      "Jobs pushed (queue_push, queue_push_many, schedules), since the server started or queue_counters_reset().",

@@ -593,8 +593,8 @@ enum
 
 /*
  * One queue's counts: exact where its range ended within the cap, else a
- * lower bound (at most the cap) and an estimate (README, "queue_overview
- * 1.5").  The estimates start from the queue's rows in queue_jobs by the
+ * lower bound (at most the cap) and an estimate (docs/sql-api.md,
+ * "queue_overview").  The estimates start from the queue's rows in queue_jobs by the
  * statistics and take away what was counted exactly: with only one state
  * past the cap (the usual big backlog of one state), the estimate is the
  * queue's size less the exact counts.  The jobs due later (delayed and

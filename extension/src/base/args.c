@@ -4,8 +4,8 @@
  *	  Argument checks shared by every SQL function.
  *
  * The functions are declared non-STRICT so a NULL can be answered with a
- * clear error instead of a silent NULL result.  The rules (README,
- * "Functions"; the numbers are in contract.h):
+ * clear error instead of a silent NULL result.  The rules (docs/sql-api.md,
+ * "Common rules"; the numbers are in contract.h):
  *   - NULL for an argument that has a default means that default;
  *   - NULL for an argument without a default raises 22004;
  *   - a bad value raises 22023, an over-long one 54000;

@@ -34,7 +34,7 @@
 
 /*
  * The three states of a job at time "now" (a statement's parameter), as
- * README defines them for queue_stats: reserved = held by a live lease;
+ * docs/sql-api.md defines them for queue_stats: reserved = held by a live lease;
  * delayed = not held, due later; pending = the rest (due now, including
  * jobs whose lease ran out).  Every statement that tells the states apart
  * (the reports, the dashboard's reads in browse.c) says it with these.

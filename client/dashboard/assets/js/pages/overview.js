@@ -14,7 +14,7 @@ function connectionLine(c) {
 }
 
 // What an estimated count's cell says when pointed at.
-const ESTIMATED = 'counted up to the cap, then estimated from the planner\'s statistics (README, Dashboard)';
+const ESTIMATED = 'counted up to the cap, then estimated from the planner\'s statistics (docs/dashboard.md)';
 
 function queueRow(q, cap) {
   // an extension that estimates past the cap (1.5) marks each estimated count itself

@@ -52,6 +52,12 @@ suite_regress() {
     fi
 }
 
+# The planning rule reaches the extension's own kept statements only: a
+# push, a claim and a completion on analysed empty tables, their plans read
+# with auto_explain (tests/plans/kept.sh, about 2 s); user queries are
+# checked by the plans regress file.
+suite_plan_rule() { timeout 60 bash tests/plans/kept.sh; }
+
 # META.json must carry the control file's version; the SQL scripts'
 # defaults must be contract.h's; every relative link of the Markdown resolves.
 suite_packaging() {
@@ -122,7 +128,7 @@ suite_pgbouncer() {
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue timeout 120 bash tests/pgbouncer/run.sh
 }
 
-SUITES=(packaging regress client cli pgbouncer battery dump search_path notify chaos examples package)
+SUITES=(packaging regress plan_rule client cli pgbouncer battery dump search_path notify chaos examples package)
 
 # The storage ring (1.3): a randomised stress run with rotations at random
 # (60 s of work, 300 s with --long); a held snapshot, a held lock, kill -9

@@ -4,7 +4,10 @@
 -- statistics say: on an empty table after ANALYZE, on a filled table that
 -- was never analysed, and on an analysed large one.  Each statement is
 -- PREPAREd from the text the extension runs and EXPLAINed as a generic
--- plan, as the extension's kept plans are.
+-- plan, as the extension's kept plans are (with jobqueue.plan_marked_text
+-- on, so that the copy is planned by the extension's rule; without it only
+-- the extension's own kept statements are, whatever a query's text holds,
+-- which the last part of this file checks).
 -- This file manages the extension itself, and leaves it created at the
 -- default version at the end.
 --
@@ -27,6 +30,7 @@ DECLARE
     nodes text[];
 BEGIN
     SET LOCAL plan_cache_mode = force_generic_plan;
+    SET LOCAL jobqueue.plan_marked_text = on;
     DEALLOCATE ALL;
     FOR s IN SELECT DISTINCT ON (h.statement) *
              FROM jq_plans.hot_path_statements(
@@ -91,5 +95,28 @@ SELECT * FROM jq_plans.changed_shapes();
 
 DEALLOCATE ALL;
 DROP SCHEMA jq_plans CASCADE;
+
+-- 4. A user's query is planned as without the extension, whatever its text
+-- holds: the mark in a string literal, or a marked statement before it in
+-- the same query string.  A small indexed table whose natural plan is a
+-- sequential scan; the rule would make it an index scan.
+CREATE TABLE user_rows (id int PRIMARY KEY, note text);
+INSERT INTO user_rows SELECT i, 'row ' || i FROM generate_series(1, 100) AS i;
+ANALYZE user_rows;
+EXPLAIN (COSTS OFF) SELECT * FROM user_rows WHERE id > 0 AND note <> '/* jobqueue hot path */ ';
+EXPLAIN (COSTS OFF) SELECT * FROM user_rows WHERE id > 0 AND note <> '/* jobqueue index plan */ ';
+SELECT '/* jobqueue hot path */ ' AS marked \; EXPLAIN (COSTS OFF) SELECT * FROM user_rows WHERE id > 0;
+-- the switch for tests and benchmarks plans marked text by the rule
+SET jobqueue.plan_marked_text = on;
+EXPLAIN (COSTS OFF) SELECT * FROM user_rows WHERE id > 0 AND note <> '/* jobqueue hot path */ ';
+RESET jobqueue.plan_marked_text;
+-- and only a superuser may turn it on
+CREATE ROLE jq_plans_user;
+SET ROLE jq_plans_user;
+SET jobqueue.plan_marked_text = on;
+RESET ROLE;
+DROP ROLE jq_plans_user;
+DROP TABLE user_rows;
+
 DROP EXTENSION jobqueue;
 CREATE EXTENSION jobqueue;

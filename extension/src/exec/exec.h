@@ -117,6 +117,15 @@ extern int	CompareLeadingIds(const void *a, const void *b);
 #define JQ_HOT_PATH_MARK "/* jobqueue hot path */ "
 /* the same for statements that must read indexes but may sort (not hot path) */
 #define JQ_INDEX_PLAN_MARK "/* jobqueue index plan */ "
+typedef enum PlanRule
+{
+	PLAN_RULE_NONE,				/* planned as PostgreSQL would */
+	PLAN_RULE_HOT_PATH,			/* no sequential or bitmap scan, no sort */
+	PLAN_RULE_INDEX				/* no sequential or bitmap scan, no JIT */
+} PlanRule;
+extern PlanRule PlanRuleOfText(const char *sql);
+extern void RememberPlanRule(SPIPlanPtr plan, PlanRule rule);
+extern void ForgetPlanRule(SPIPlanPtr plan);
 extern void JobqueueInstallPlannerHook(void);
 
 /* exec.c */

@@ -107,7 +107,10 @@ ResetPlans(Oid schema)
 				for (int t = 0; t < NUM_JOB_TABLES; t++)
 				{
 					if (statement->plans[v][t] != NULL)
+					{
+						ForgetPlanRule(statement->plans[v][t]);
 						SPI_freeplan(statement->plans[v][t]);
+					}
 					statement->plans[v][t] = NULL;
 				}
 		}
@@ -171,6 +174,7 @@ QueuePlanOn(const JqCall *call, JqStatement *statement, JobTable table)
 			 sql, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "jobqueue: SPI_keepplan failed");
+	RememberPlanRule(plan, PlanRuleOfText(def->sql));
 	pfree(sql);
 	statement->plans[version][table] = plan;
 	return plan;
@@ -259,7 +263,7 @@ ListStatement(ReturnSetInfo *rsinfo, const JqStatement *statement, Oid schema,
 			bool		nulls[4] = {false, false, false, false};
 
 			if (def->sql == NULL ||
-				strncmp(def->sql, JQ_HOT_PATH_MARK, strlen(JQ_HOT_PATH_MARK)) != 0)
+				PlanRuleOfText(def->sql) != PLAN_RULE_HOT_PATH)
 				continue;
 			if (t != JOBS_ALL &&
 				(!def->per_partition ||

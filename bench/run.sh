@@ -163,22 +163,14 @@ mark() {
 }
 
 # ------------------------------------------------------------- install
-need_pkgs=()
-dpkg -s postgresql-15-pgq3 >/dev/null 2>&1 || need_pkgs+=(postgresql-15-pgq3)
-command -v cmake >/dev/null || need_pkgs+=(cmake)
-command -v g++ >/dev/null || need_pkgs+=(g++)
-command -v python3 >/dev/null || need_pkgs+=(python3)
-dpkg -s libpq-dev >/dev/null 2>&1 || need_pkgs+=(libpq-dev)
-dpkg -s nlohmann-json3-dev >/dev/null 2>&1 || need_pkgs+=(nlohmann-json3-dev)
-dpkg -s postgresql-server-dev-15 >/dev/null 2>&1 || need_pkgs+=(postgresql-server-dev-15)
-dpkg -s postgresql-15 >/dev/null 2>&1 || need_pkgs+=(postgresql-15)
-if (( ${#need_pkgs[@]} )); then
-    log "installing ${need_pkgs[*]}"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
-fi
-
-export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+# What to install: the "bench" list of scripts/packages.txt (nothing when all
+# is there). install-deps.sh points PG_CONFIG at JQ_PGBIN; one given keeps.
+bench_pg_config=${PG_CONFIG:-}
+# shellcheck source=../scripts/install-deps.sh
+source "$ROOT/scripts/install-deps.sh"
+[[ -n $bench_pg_config ]] && PG_CONFIG=$bench_pg_config
+jq_install_purpose bench >&2
+export PG_CONFIG
 log "building and installing the extension (make install)"
 make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >"$OUT/make.log" 2>&1 \
     && make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" >>"$OUT/make.log" 2>&1 \
@@ -186,7 +178,7 @@ make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >"$OUT/make.log" 2>&1 \
 
 log "building bench/latency.cpp, steady.cpp, worker_drain.cpp (CMake, against jobqueue::client)"
 { cmake -S "$BENCH" -B "$BENCH/build" -DCMAKE_BUILD_TYPE=Release \
-    && cmake --build "$BENCH/build" --target jq_latency jq_steady jq_worker_drain -j 2; } >"$OUT/cmake.log" 2>&1 \
+    && cmake --build "$BENCH/build" --target jq_latency jq_steady jq_worker_drain -j "$(nproc)"; } >"$OUT/cmake.log" 2>&1 \
     || { tail -40 "$OUT/cmake.log" >&2; exit 1; }
 LATENCY_BIN=$BENCH/build/jq_latency
 STEADY_BIN=$BENCH/build/jq_steady

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Installs the packages needed to build and test, but only when missing,
-# so repeated local runs stay fast and offline.
+# Installs the Debian packages a command needs, but only when missing, so
+# repeated local runs stay fast and offline. What each command needs is
+# written once, in scripts/packages.txt (one list per purpose: extension,
+# client, demo, test, bench).
 #
-#   bash scripts/install-deps.sh [extra-package ...]     # install only
-#   source scripts/install-deps.sh; jq_install_deps [extra-package ...]
+#   bash scripts/install-deps.sh PURPOSE|PACKAGE ...   # install only
+#   source scripts/install-deps.sh
+#   jq_install_purpose PURPOSE ...     # a command's lists (demo.sh, test.sh, bench/run.sh)
+#   jq_packages PURPOSE ...            # print a purpose's packages, one a line
+#   jq_install_deps PACKAGE ...        # any packages (plus the extension's)
 #
 # Sourcing also puts the PostgreSQL 15 bin dir first on PATH, so callers get
 # the right pg_config / pg_ctl / psql even if other versions are installed.
 set -euo pipefail
 
-JQ_BASE_PACKAGES=(make gcc postgresql-15 postgresql-server-dev-15 libpq-dev)
+JQ_PACKAGES_FILE=${JQ_PACKAGES_FILE:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/packages.txt}
 JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/15/bin}
 
 case ":$PATH:" in
@@ -19,17 +24,71 @@ esac
 # Make PGXS builds use version 15 whatever /usr/bin/pg_config would pick.
 export PG_CONFIG=$JQ_PGBIN/pg_config
 
-_jq_pkg_installed() {
-    # "dpkg -s" also succeeds for removed packages that left config files,
-    # so look at the status line.
-    dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+# jq_packages PURPOSE...: the purpose's items from packages.txt, @references
+# expanded, each once; PKG(CMD) items are kept as they are (see
+# jq_install_purpose).
+jq_packages() {
+    local purpose line name items item seen=" "
+    local -a todo=("$@") out=()
+    while (( ${#todo[@]} )); do
+        purpose=${todo[0]}
+        todo=("${todo[@]:1}")
+        [[ $seen == *" @$purpose "* ]] && continue
+        seen+="@$purpose "
+        local found=0
+        while IFS= read -r line || [[ -n $line ]]; do
+            line=${line%%#*}
+            [[ $line =~ ^([a-z_]+):(.*)$ ]] || continue
+            name=${BASH_REMATCH[1]} items=${BASH_REMATCH[2]}
+            [[ $name == "$purpose" ]] || continue
+            found=1
+            for item in $items; do
+                if [[ $item == @* ]]; then
+                    todo+=("${item#@}")
+                elif [[ $seen != *" $item "* ]]; then
+                    seen+="$item "
+                    out+=("$item")
+                fi
+            done
+        done < "$JQ_PACKAGES_FILE"
+        (( found )) || { echo "install-deps: no list '$purpose' in $JQ_PACKAGES_FILE" >&2; return 1; }
+    done
+    (( ${#out[@]} == 0 )) || printf '%s\n' "${out[@]}"
 }
 
-jq_install_deps() {
-    local pkg missing=()
-    for pkg in "${JQ_BASE_PACKAGES[@]}" "$@"; do
-        _jq_pkg_installed "$pkg" || missing+=("$pkg")
+# jq_install_purpose PURPOSE...: installs what the purposes' lists name and
+# this machine lacks. PKG(CMD) means PKG only when CMD is not on PATH (a
+# nodejs from another repository brings its own npm, which Debian's npm
+# package would conflict with).
+jq_install_purpose() {
+    local item list pkgs=()
+    list=$(jq_packages "$@") || return 1
+    for item in $list; do
+        if [[ $item =~ ^([^()]+)\(([^()]+)\)$ ]]; then
+            command -v "${BASH_REMATCH[2]}" > /dev/null 2>&1 || pkgs+=("${BASH_REMATCH[1]}")
+        else
+            pkgs+=("$item")
+        fi
     done
+    jq_install_deps "${pkgs[@]}"
+}
+
+# The packages among the arguments that are not installed, one a line
+# (one dpkg-query for all: a later run checks everything in a few ms).
+_jq_missing_packages() {
+    local pkg installed
+    installed=" $(dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' "$@" 2>/dev/null \
+        | awk -F'|' '$1 ~ /^ii/ { printf "%s ", $2 }' || true) "
+    for pkg in "$@"; do
+        [[ $installed == *" ${pkg%%:*} "* ]] || printf '%s\n' "$pkg"
+    done
+}
+
+# jq_install_deps PACKAGE...: installs the packages that are missing.
+jq_install_deps() {
+    local missing=()
+    (( $# )) || return 0
+    mapfile -t missing < <(_jq_missing_packages "$@")
     (( ${#missing[@]} == 0 )) && return 0
 
     echo "install-deps: installing ${missing[*]}"
@@ -48,7 +107,12 @@ jq_install_deps() {
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# Executed (not sourced): install right away.
+# Executed (not sourced): install the named purposes' lists and packages.
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-    jq_install_deps "$@"
+    purposes=() packages=()
+    for arg in "$@"; do
+        if grep -q "^$arg:" "$JQ_PACKAGES_FILE"; then purposes+=("$arg"); else packages+=("$arg"); fi
+    done
+    (( ${#purposes[@]} )) && jq_install_purpose "${purposes[@]}"
+    jq_install_deps "${packages[@]}"
 fi

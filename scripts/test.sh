@@ -59,12 +59,15 @@ suite_regress() {
 suite_plan_rule() { timeout 60 bash tests/plans/kept.sh; }
 
 # META.json must carry the control file's version; the SQL scripts'
-# defaults must be contract.h's; every relative link of the Markdown resolves.
+# defaults must be contract.h's; every relative link of the Markdown
+# resolves; no include goes up a layer; scripts/packages.txt installs every
+# package the CMake files, the scripts and the tests need.
 suite_packaging() {
     make -s version-check PG_CONFIG="$PG_CONFIG"
     make -s contract-check PG_CONFIG="$PG_CONFIG"
     python3 scripts/check_links.py
     make -s layer-check PG_CONFIG="$PG_CONFIG"
+    python3 scripts/check_packages.py
 }
 
 # The C++ client: unit tests, live tests of every call, worker tests
@@ -123,7 +126,6 @@ suite_package() { bash tests/package/run.sh; }
 # The client, the worker and the tool through PgBouncer in transaction mode
 # (built by the client suite).
 suite_pgbouncer() {
-    jq_install_deps pgbouncer
     cmake --build build/client -j 2 --target jobqueue_pgbouncer_tests jobqueue_cli > /dev/null
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue timeout 120 bash tests/pgbouncer/run.sh
 }
@@ -149,7 +151,6 @@ SUITES+=(ring_stress ring ring_dump)
 # (tests/dashboard/run.sh, about 100 s). Builds the tool when the client
 # suite did not.
 suite_dashboard() {
-    jq_install_deps libcpp-httplib-dev pkg-config
     [[ -f build/client/CMakeCache.txt ]] || cmake -S client -B build/client -DJOBQUEUE_WERROR=ON > build/client-cmake.log
     cmake --build build/client -j 2 --target jobqueue_cli > /dev/null
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue timeout 240 bash tests/dashboard/run.sh
@@ -185,7 +186,6 @@ SUITES+=(flow_stress)
 # fencing, sums, `jobqueue work` through the router, a stopped shard, bad
 # input (tests/shards/run.sh, about 15 s, ports 56100-56199). Needs the tool.
 suite_shards() {
-    jq_install_deps postgresql-15-plproxy python3-psycopg2
     [[ -f build/client/CMakeCache.txt ]] || cmake -S client -B build/client -DJOBQUEUE_WERROR=ON > build/client-cmake.log
     cmake --build build/client -j 2 --target jobqueue_cli > /dev/null
     JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue JQ_PGBIN=$JQ_PGBIN timeout 120 bash tests/shards/run.sh
@@ -228,8 +228,8 @@ trap on_exit EXIT
 source scripts/install-deps.sh
 source scripts/cluster.sh
 
-jq_install_deps cmake g++ pkg-config nlohmann-json3-dev libgtest-dev libcli11-dev libhowardhinnant-date-dev \
-    libcpp-httplib-dev bats python3 python3-psycopg2
+# Every suite's packages, once, up front: the "test" list of scripts/packages.txt.
+jq_install_purpose test
 mkdir -p build
 
 echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"

@@ -93,11 +93,8 @@ trap cleanup EXIT
 
 # ------------------------------------------------------------ setup
 [[ -x $JOBQUEUE_BIN ]] || { check "the jobqueue tool is built ($JOBQUEUE_BIN)" f; finish; }
-jq_install_deps chromium python3 python3-psycopg2 python3-prometheus-client > "$WORK/apt.log" 2>&1 \
-    || { check "install chromium, python3-prometheus-client" f "$(tail -3 "$WORK/apt.log")"; finish; }
-# nodejs from other sources brings its own npm, which the npm package would conflict with
-command -v node > /dev/null || jq_install_deps nodejs || { check "install nodejs" f; finish; }
-command -v npm > /dev/null || jq_install_deps npm || { check "install npm" f; finish; }
+# the test command's packages (scripts/packages.txt; none missing under scripts/test.sh)
+jq_install_purpose test > "$WORK/apt.log" 2>&1 || { check "install the test packages" f "$(tail -3 "$WORK/apt.log")"; finish; }
 # puppeteer-core drives Debian's /usr/bin/chromium: it must never download a browser
 (cd tests/dashboard && PUPPETEER_SKIP_DOWNLOAD=1 timeout 120 npm ci --prefer-offline --no-audit --no-fund --loglevel=error) \
     > "$WORK/npm.log" 2>&1 || { check "npm ci in tests/dashboard" f "$(tail -5 "$WORK/npm.log")"; finish; }

@@ -18,9 +18,10 @@
 #             job, then both workers exit 0.
 #
 # Usage: needs a running cluster with jobqueue installed (PGHOST/PGPORT/PGUSER,
-# as scripts/test.sh exports).  Installs python3-psycopg2, nodejs and npm when
-# missing, runs `npm ci` in client/examples/node.  Uses queues jq_examples_*
-# and the tables example_orders, jq_examples_*; drops them at the end.
+# as scripts/test.sh exports).  Installs the test command's packages when
+# missing (scripts/packages.txt), runs `npm ci` in client/examples/node.
+# Uses queues jq_examples_* and the tables example_orders, jq_examples_*;
+# drops them at the end.
 # Last line: "N passed, N failed".
 set -uo pipefail
 
@@ -93,10 +94,8 @@ example() { # example LANGUAGE producer|worker: the command line
 # ------------------------------------------------------------ setup
 source scripts/install-deps.sh
 set +e # install-deps.sh turns -e on; this suite counts failures itself
-jq_install_deps python3-psycopg2 || { check "install python3-psycopg2" f; finish; }
-# nodejs from other sources brings its own npm, which the npm package would conflict with
-command -v node > /dev/null || jq_install_deps nodejs || { check "install nodejs" f; finish; }
-command -v npm > /dev/null || jq_install_deps npm || { check "install npm" f; finish; }
+# the test command's packages (scripts/packages.txt; none missing under scripts/test.sh)
+jq_install_purpose test || { check "install the test packages" f; finish; }
 (cd client/examples/node && timeout 60 npm ci --prefer-offline --no-audit --no-fund --loglevel=error) \
     > "$WORK/npm.log" 2>&1 || { check "npm ci in client/examples/node" f "$(tail -5 "$WORK/npm.log")"; finish; }
 

@@ -52,8 +52,9 @@ check_sql() { # check_sql NAME psql-arguments...: the output must be just "t"
 unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
 
 source scripts/install-deps.sh
-jq_install_deps git unzip python3 debhelper postgresql-server-dev-all cmake g++ \
-    libpq-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev pkg-config || die "build dependencies"
+# the test command's packages (scripts/packages.txt: build-essential, debhelper,
+# postgresql-server-dev-all and the client's; none missing under scripts/test.sh)
+jq_install_purpose test || die "build dependencies"
 
 WORK=$(mktemp -d /tmp/jq-pkg.XXXXXX)
 chmod 755 "$WORK"

@@ -63,7 +63,7 @@ jq_pgbouncer_start() {
         return 1
     fi
     if [[ ! -x $JQ_PGB_BIN ]]; then
-        echo "pgbouncer.sh: $JQ_PGB_BIN not found (jq_install_deps pgbouncer)" >&2
+        echo "pgbouncer.sh: $JQ_PGB_BIN not found (bash scripts/install-deps.sh test)" >&2
         return 1
     fi
     JQ_PGB_DIR=$(mktemp -d /tmp/jq-pgb.XXXXXX) || return 1

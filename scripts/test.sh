@@ -91,8 +91,14 @@ suite_dump() { bash tests/dump/run.sh; }
 suite_search_path() { bash tests/search_path/run.sh; }
 
 # Coalesced NOTIFY: a listener that claims only when notified still gets
-# every job (the sender's trailing notification), with Debian's psycopg2.
-suite_notify() { timeout 180 /usr/bin/python3 tests/notify/coalesce.py; }
+# every job (the sender's trailing notification), and each committed
+# transaction announces each of its queues once, with Debian's psycopg2
+# (about 55 s).
+suite_notify() {
+    # database postgres (the PG* environment), also when run alone (--only)
+    psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS jobqueue'
+    timeout 180 /usr/bin/python3 tests/notify/coalesce.py
+}
 
 # Chaos: workers killed at random and the server restarted under load
 # (3,000 jobs; 100,000 with --long).
@@ -163,7 +169,10 @@ SUITES+=(failover)
 # leases that run out, on keys of limit 1 and 2; a monitor checks that no
 # key ever has more live leases than its limit, and every job ends exactly
 # once (tests/stress/flow_stress.py, about 30 s).
-suite_flow_stress() { timeout 180 /usr/bin/python3 tests/stress/flow_stress.py; }
+suite_flow_stress() {
+    psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS jobqueue'
+    timeout 180 /usr/bin/python3 tests/stress/flow_stress.py
+}
 SUITES+=(flow_stress)
 
 # Several servers: two shard clusters and a router cluster (jobqueue_router,

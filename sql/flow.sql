@@ -124,6 +124,61 @@ SELECT queue_clear('cl');
 SELECT count(*) AS key_rows FROM queue_key_slots;
 
 --------------------------------------------------------------------------
+-- every way a key's limit rises lets its waiting jobs run at once, as
+-- many as the new limit allows, no more (AdmitWaitingOfKeys in flow.c)
+--------------------------------------------------------------------------
+
+SELECT queue_concurrency_set('fpre', '', 3);
+SELECT queue_concurrency_set('fpre', 'tenant:', 1);
+SELECT queue_concurrency_set('fpre', 'tenant:vip:', 1);
+SELECT count(*) FROM (SELECT queue_push(k || '-' || n, queue => 'fpre', concurrency_key => k)
+                      FROM unnest(ARRAY['tenant:a', 'tenant:vip:z']) k,
+                           generate_series(1, 5) n ORDER BY k, n) p;
+-- the same key in another queue, whose limit does not change
+SELECT count(*) FROM (SELECT queue_push('other-' || n, queue => 'fpre2', concurrency_key => 'tenant:a')
+                      FROM generate_series(1, 3) n) p;
+SELECT pg_temp.claim('fpre'), pg_temp.claim('fpre2');
+SELECT * FROM queue_concurrency_keys() WHERE queue LIKE 'fpre%';
+-- a narrower prefix removed: its keys take the broader limit (3) at once,
+-- two of tenant:a's four waiting jobs run, not more; tenant:vip:z keeps
+-- its own limit (1) and fpre2 its own
+SELECT queue_concurrency_remove('fpre', 'tenant:');
+SELECT * FROM queue_concurrency_keys() WHERE queue LIKE 'fpre%';
+SELECT pg_temp.claim('fpre'), pg_temp.claim('fpre2');
+-- a completion hands its slot on within the new limit
+SELECT pg_temp.complete('fpre', 'tenant:a-1');
+SELECT pg_temp.claim('fpre');
+SELECT * FROM queue_concurrency_keys('fpre');
+-- removing the narrowest prefix: tenant:vip:z takes the queue-wide 3
+SELECT queue_concurrency_remove('fpre', 'tenant:vip:');
+SELECT * FROM queue_concurrency_keys('fpre');
+SELECT pg_temp.claim('fpre');
+-- a queue-wide change (the '' prefix) raised: every key of the queue
+SELECT queue_concurrency_set('fpre', '', 5);
+SELECT * FROM queue_concurrency_keys('fpre');
+SELECT pg_temp.claim('fpre');
+-- a removal that lowers the limit (the queue-wide one, back to 1) admits nothing,
+-- and neither does a removal of a limit that was not there
+SELECT pg_temp.complete('fpre', 'tenant:a-2');
+SELECT queue_concurrency_remove('fpre', ''), queue_concurrency_remove('fpre', 'nothing:');
+SELECT * FROM queue_concurrency_keys('fpre');
+SELECT pg_temp.claim('fpre');
+-- a removal rolled back admits nothing
+SELECT queue_concurrency_set('fpre2', 'tenant:', 1);
+SELECT queue_concurrency_set('fpre2', '', 3);
+BEGIN;
+SELECT queue_concurrency_remove('fpre2', 'tenant:');
+SELECT * FROM queue_concurrency_keys('fpre2');
+ROLLBACK;
+SELECT * FROM queue_concurrency_keys('fpre2');
+-- removed for good: fpre2's waiting jobs run
+SELECT queue_concurrency_remove('fpre2', 'tenant:');
+SELECT pg_temp.claim('fpre2');
+SELECT queue_clear('fpre'), queue_clear('fpre2');
+SELECT queue_concurrency_remove('fpre2', '');
+SELECT count(*) AS key_rows FROM queue_key_slots;
+
+--------------------------------------------------------------------------
 -- unique-key modes
 --------------------------------------------------------------------------
 

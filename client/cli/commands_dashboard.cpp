@@ -25,6 +25,8 @@ struct DashboardCommand {
     std::string listen = "127.0.0.1:7070";
     std::string auth_file;
     bool read_only = false;
+    bool insecure_no_auth = false;
+    std::vector<std::string> allow_hosts;
     std::string statement_timeout = "5s";
     int connections = 4;
 };
@@ -104,11 +106,26 @@ void run_dashboard(const Context& context, const DashboardCommand& o) {
     auto connect_seconds = std::max<long long>(2, config.statement_timeout.count() / 1000);
     setenv("PGCONNECT_TIMEOUT", std::to_string(connect_seconds).c_str(), 0);
 
-    if (!dashboard::is_loopback(config.listen.host) && !config.credentials)
+    config.allowed_hosts = o.allow_hosts;
+    for (const auto& h : o.allow_hosts)
+        if (h.empty() || h.find_first_of(" /@\t") != std::string::npos)
+            throw UsageError("--allow-host: \"" + h + "\" is not a host name or address");
+    // Another address than loopback without credentials: whoever reaches it
+    // sees every payload, and a web page anywhere can reach it through DNS
+    // rebinding. Only on request, and then only for the Host names given.
+    if (!dashboard::is_loopback(config.listen.host) && !config.credentials) {
+        if (!o.insecure_no_auth)
+            throw UsageError("--listen " + o.listen +
+                             " is not a loopback address: give credentials (--auth-file FILE or "
+                             "JOBQUEUE_DASHBOARD_AUTH), or --insecure-no-auth with --allow-host NAME");
+        if (o.allow_hosts.empty())
+            throw UsageError("--insecure-no-auth needs --allow-host NAME: the Host names (or addresses) "
+                             "this dashboard is reached by");
         std::cerr << "jobqueue: warning: the dashboard listens on " << o.listen
                   << " without credentials: whoever reaches it sees every payload"
                   << (config.read_only ? "" : " and can act on the queues")
                   << " (give --auth-file FILE or JOBQUEUE_DASHBOARD_AUTH)\n";
+    }
 
     // Block the stop signals before any thread starts, so that every thread
     // inherits the mask and serve() alone takes them.
@@ -138,17 +155,26 @@ void add_dashboard_command(CLI::App& app, Context& context) {
     auto* command = app.add_subcommand("dashboard", "Serve a web page of the queues, and Prometheus metrics");
     auto o = std::make_shared<DashboardCommand>();
     command->add_option("--listen", o->listen,
-                        "HOST:PORT to listen on (default 127.0.0.1:7070; another address warns without credentials)");
+                        "HOST:PORT to listen on (default 127.0.0.1:7070; another address than loopback needs "
+                        "credentials, or --insecure-no-auth)");
     command->add_flag("--read-only", o->read_only, "Show no actions and refuse every action request (403)");
     command->add_option("--auth-file", o->auth_file,
                         "File holding \"basic USER:PASSWORD\" or \"bearer TOKEN\" (else env JOBQUEUE_DASHBOARD_AUTH); "
                         "requests without them get 401");
+    command->add_flag("--insecure-no-auth", o->insecure_no_auth,
+                      "Listen on an address other than loopback without credentials (needs --allow-host)");
+    command->add_option("--allow-host", o->allow_hosts,
+                        "A Host name or address the dashboard answers to besides localhost (repeatable; "
+                        "requests naming another host get 403)")
+        ->allow_extra_args(false);
     command->add_option("--statement-timeout", o->statement_timeout,
                         "Longest a statement of the dashboard may run (default 5s)");
     command->add_option("--connections", o->connections, "Database connections at most (default 4)");
     command->footer(
         "Example:\n  jobqueue dashboard                       # http://127.0.0.1:7070/\n"
-        "  jobqueue dashboard --read-only --listen 0.0.0.0:7070 --auth-file /etc/jobqueue/dashboard.auth\n");
+        "  jobqueue dashboard --read-only --listen 0.0.0.0:7070 --auth-file /etc/jobqueue/dashboard.auth\n"
+        "  jobqueue dashboard --listen 0.0.0.0:7070 --insecure-no-auth --allow-host jobs.internal "
+        "--allow-host 10.0.0.5\n");
     command->callback([&context, o] { run_dashboard(context, *o); });
 }
 

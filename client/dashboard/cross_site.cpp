@@ -39,23 +39,47 @@ bool same_origin(const std::string& host, const std::string& origin, const std::
     return !authority.empty() && authority == lower(host);
 }
 
-bool loopback_host_header(const std::string& host) {
+// The host of a Host header, lower case, without its port and brackets;
+// "" when the header is malformed (a port that is not a number, an open
+// bracket).
+std::string host_of_header(const std::string& host) {
     std::string name = lower(host);
     if (!name.empty() && name.front() == '[') {
         std::size_t close = name.find(']');
-        if (close == std::string::npos) return false;
+        if (close == std::string::npos) return "";
         std::string rest = name.substr(close + 1);
-        if (!rest.empty() && (rest[0] != ':' || rest.size() == 1)) return false;
-        return name.substr(1, close - 1) == "::1";
+        if (!rest.empty() && (rest[0] != ':' || rest.size() == 1)) return "";
+        for (std::size_t i = 1; i < rest.size(); ++i)
+            if (!std::isdigit(static_cast<unsigned char>(rest[i]))) return "";
+        return name.substr(1, close - 1);
     }
     std::size_t colon = name.find(':');
     if (colon != std::string::npos) {
-        if (colon + 1 == name.size()) return false;
+        if (colon + 1 == name.size()) return "";
         for (std::size_t i = colon + 1; i < name.size(); ++i)
-            if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
+            if (!std::isdigit(static_cast<unsigned char>(name[i]))) return "";
         name = name.substr(0, colon);
     }
+    return name;
+}
+
+bool loopback_host_header(const std::string& host) {
+    std::string name = host_of_header(host);
+    if (name.empty()) return false;
+    if (!host.empty() && host.front() == '[') return name == "::1";
     return name == "localhost" || is_loopback(name);
+}
+
+bool allowed_host_header(const std::string& host, const std::vector<std::string>& allowed) {
+    if (loopback_host_header(host)) return true;
+    std::string name = host_of_header(host);
+    if (name.empty()) return false;
+    for (const auto& a : allowed) {
+        std::string want = lower(a);
+        if (want.size() > 2 && want.front() == '[' && want.back() == ']') want = want.substr(1, want.size() - 2);
+        if (!want.empty() && want == name) return true;
+    }
+    return false;
 }
 
 }  // namespace jobqueue::dashboard

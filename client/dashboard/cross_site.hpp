@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace jobqueue::dashboard {
 
@@ -22,5 +23,10 @@ bool same_origin(const std::string& host, const std::string& origin, const std::
 // Whether a Host header names a loopback host: localhost, 127.0.0.0/8 or
 // [::1], with or without a port.
 bool loopback_host_header(const std::string& host);
+
+// Whether a Host header names a loopback host or one of `allowed` (names or
+// addresses as given to --allow-host, compared without the port and without
+// regard to case; an IPv6 address without brackets).
+bool allowed_host_header(const std::string& host, const std::vector<std::string>& allowed);
 
 }  // namespace jobqueue::dashboard

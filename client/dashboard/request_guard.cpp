@@ -23,8 +23,12 @@ bool json_content_type(const std::string& value) {
 bool is_action_path(const std::string& path) { return path.rfind(kActionPrefix, 0) == 0; }
 
 std::optional<Rejection> check_request(const RequestFacts& r, const GuardSettings& s) {
-    if (s.loopback_only && !loopback_host_header(r.host))
-        return Rejection{403, "this dashboard answers requests for localhost only (Host: " + r.host + ")"};
+    if ((s.loopback_only || !s.allowed_hosts.empty()) && !allowed_host_header(r.host, s.allowed_hosts)) {
+        std::string names;
+        for (const auto& a : s.allowed_hosts) names += ", " + a;
+        return Rejection{403, "this dashboard answers requests for localhost" +
+                                  (names.empty() ? std::string(" only") : names) + " (Host: " + r.host + ")"};
+    }
     if (s.credentials && !authorized(*s.credentials, r.authorization))
         return Rejection{401, "credentials required"};
     if (!is_action_path(r.path)) return std::nullopt;

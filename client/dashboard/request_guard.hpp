@@ -3,7 +3,9 @@
 // server calls this before it reads a body).
 //
 //   1. Host: a dashboard bound to a loopback address answers only requests
-//      that name a loopback host (DNS rebinding, see cross_site.hpp).
+//      that name a loopback host (DNS rebinding, see cross_site.hpp); given
+//      --allow-host names (required on another address without
+//      credentials), only requests naming a loopback host or one of them.
 //   2. Credentials, when configured: 401 without them.
 //   3. Actions (/api/actions/...): POST only (405), never in read-only mode
 //      (403), only from the dashboard's own page: same origin and the
@@ -13,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "auth.hpp"
 
@@ -23,6 +26,7 @@ constexpr const char* kTokenHeader = "X-Jobqueue-Token";
 
 struct GuardSettings {
     bool loopback_only = true;  // the dashboard is bound to a loopback address
+    std::vector<std::string> allowed_hosts;  // --allow-host: Host names accepted besides loopback ones
     bool read_only = false;
     std::optional<Credentials> credentials;
     std::string page_token;  // the per-process token the page carries

@@ -19,6 +19,7 @@
 #include "api.hpp"
 #include "assets.hpp"
 #include "client_pool.hpp"
+#include "guarded_server.hpp"
 #include "http_errors.hpp"
 #include "metrics.hpp"
 #include "request_guard.hpp"
@@ -106,15 +107,17 @@ struct DashboardServer::Impl {
     GuardSettings guard;
     ClientPool pool;
     CounterSampler sampler;
-    httplib::Server http;
+    GuardedServer http;
     std::string index;
 
     explicit Impl(DashboardConfig c)
         : config(std::move(c)),
           pool(config.client, config.connections + 1,  // one more for the sampler
                config.statement_timeout, config.statement_timeout),
-          sampler(pool, config.sample_interval, config.sample_history) {
+          sampler(pool, config.sample_interval, config.sample_history),
+          http(HeadLimits{}, config.http_threads) {
         guard.loopback_only = is_loopback(config.listen.host);
+        guard.allowed_hosts = config.allowed_hosts;
         guard.read_only = config.read_only;
         guard.credentials = config.credentials;
         guard.page_token = random_hex(32);
@@ -156,10 +159,10 @@ struct DashboardServer::Impl {
 
     void install() {
         http.set_default_headers(security_headers());
-        http.new_task_queue = [n = config.http_threads] { return new httplib::ThreadPool(n); };
-        http.set_read_timeout(std::chrono::seconds(5));
-        http.set_write_timeout(std::chrono::seconds(5));
-        http.set_keep_alive_timeout(2);
+        // GuardedServer reads each request head itself (10 s for the whole
+        // head, 64 KiB, 100 header lines) and bounds each later read and
+        // write by 5 s; its threads serve config.http_threads requests at once
+        http.set_keep_alive_max_count(100);
         http.set_payload_max_length(256 * 1024);
 
         http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -175,8 +178,10 @@ struct DashboardServer::Impl {
             if (!rejection) return httplib::Server::HandlerResponse::Unhandled;
             if (rejection->status == 401) res.set_header("WWW-Authenticate", challenge(*guard.credentials));
             if (rejection->status == 405) res.set_header("Allow", "POST");
-            // the body was not read: the connection cannot carry another request
+            // the body was not read: the connection cannot carry another
+            // request; and whoever was refused holds no request thread longer
             res.set_header("Connection", "close");
+            GuardedServer::close_after_this_request();
             send_json(res, rejection->status,
                       {{"error", rejection->message}, {"sqlstate", ""}, {"database_unreachable", false}});
             return httplib::Server::HandlerResponse::Handled;

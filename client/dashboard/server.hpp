@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "auth.hpp"
 #include "jobqueue/client.hpp"
@@ -17,6 +19,9 @@ struct DashboardConfig {
     ListenAddress listen;
     bool read_only = false;
     std::optional<Credentials> credentials;
+    // Host header names accepted besides loopback ones (--allow-host); when
+    // given, or when bound to a loopback address, every other Host gets 403.
+    std::vector<std::string> allowed_hosts;
     ClientOptions client;
     // Each statement of the dashboard's connections is cut after this long.
     std::chrono::milliseconds statement_timeout{5000};

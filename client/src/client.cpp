@@ -95,6 +95,18 @@ std::string micros(const std::string& column) {
     return "(extract(epoch from " + column + ") * 1000000)::int8";
 }
 
+// A parameter holding a NUL byte: libpq would send only the part before it
+// (a queue "normalq\0x" would reach the server as "normalq"), so no string
+// with one ever leaves the client. 22021 is the server's own code for a
+// character its encoding cannot hold (it refuses U+0000 in text likewise).
+[[noreturn]] void throw_nul_argument(const char* statement, std::size_t position, const std::string& value) {
+    std::string before = value.substr(0, value.find('\0'));
+    if (before.size() > 40) before = before.substr(0, 40) + "...";
+    throw InvalidArgument("jobqueue: argument $" + std::to_string(position) + " of " + statement +
+                              " contains a NUL byte (after \"" + before + "\"): strings sent to the server cannot hold one",
+                          "22021");
+}
+
 }  // namespace
 
 // A query result; rows are read as text.
@@ -183,7 +195,13 @@ Client::Result Client::call(const char* statement, const std::string& sql,
 
     std::vector<const char*> values;
     values.reserve(params.size());
-    for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        const auto& p = params[i];
+        // libpq takes each parameter as a C string: a NUL would cut it there
+        // and the statement would run on the part before it
+        if (p && p->find('\0') != std::string::npos) throw_nul_argument(statement, i + 1, *p);
+        values.push_back(p ? p->c_str() : nullptr);
+    }
     pg::Sent sent = transaction_pooled() ? pg::run_unnamed(conn_, sql, values)
                                          : prepared_->run(conn_, statement, sql, values, !owned_);
     ExecStatusType status = sent.result ? PQresultStatus(sent.result.get()) : PGRES_FATAL_ERROR;
@@ -224,6 +242,8 @@ bool Client::transaction_pooled() {
 
 void Client::execute(const std::string& sql) {
     if (!healthy()) throw ConnectionError("jobqueue: the connection is broken", "08006");
+    if (sql.find('\0') != std::string::npos)
+        throw InvalidArgument("jobqueue: the SQL contains a NUL byte (libpq would cut it there)", "22021");
     pg::ResultPtr r(PQexec(conn_, sql.c_str()));
     ExecStatusType status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return;

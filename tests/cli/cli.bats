@@ -694,6 +694,10 @@ with open(sys.argv[1], "w") as f:
     expect_error 1 "not a duration" dashboard --statement-timeout soon
     expect_error 1 "--connections" dashboard --connections 0
     expect_error 1 "--password" dashboard --password s3cret
+    # another address than loopback needs credentials, or --insecure-no-auth with --allow-host
+    JOBQUEUE_DASHBOARD_AUTH= expect_error 1 "is not a loopback address" dashboard --listen 0.0.0.0:7070
+    JOBQUEUE_DASHBOARD_AUTH= expect_error 1 "--insecure-no-auth needs --allow-host" dashboard --listen 0.0.0.0:7070 --insecure-no-auth
+    expect_error 1 "--allow-host" dashboard --allow-host "bad host"
     JOBQUEUE_DASHBOARD_AUTH='s3cret' expect_error 1 "JOBQUEUE_DASHBOARD_AUTH: credentials must" dashboard
     [[ "$stderr" != *s3cret* ]]
     printf 'basic ops\n' > "$BATS_TEST_TMPDIR/auth"

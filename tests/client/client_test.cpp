@@ -1470,6 +1470,36 @@ TEST_F(ClientTest, PauseAndResume) {
     EXPECT_EQ(job->id, id);
 }
 
+// A string holding a NUL byte is refused before it reaches libpq, which
+// would cut it at the NUL: pausing "q\0 other" must not pause q, and
+// clearing it must not clear q (InvalidArgument, 22021, naming the argument).
+TEST_F(ClientTest, NulByteInAStringIsRefused) {
+    auto q = queue();
+    std::int64_t id = client.push("n", {}, on(q));
+    std::string cut = q + std::string("\0 (a different queue)", 22);
+    ASSERT_EQ(cut.size(), q.size() + 22);
+    EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>([&] { client.pause(cut); }, "22021"));
+    EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>([&] { (void)client.clear(cut); }, "22021"));
+    EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>([&] { (void)client.push(cut, {}, on(q)); }, "22021"));
+    EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>(
+        [&] { (void)client.push("n", {}, on(cut)); }, "22021"));
+    EXPECT_TRUE(throws_with_state<jobqueue::InvalidArgument>(
+        [&] { client.execute(std::string("SELECT 1\0; SELECT 2", 19)); }, "22021"));
+    try {
+        client.pause(cut);
+    } catch (const jobqueue::InvalidArgument& e) {
+        std::string what = e.what();
+        EXPECT_NE(what.find("argument $1 of jobqueue_pause contains a NUL byte"), std::string::npos) << what;
+    }
+    // nothing happened to q: not paused, its job still there, nothing else pushed
+    EXPECT_EQ(sql("SELECT count(*) FROM queue_settings WHERE queue = " + lit(q) + " AND paused"), "0");
+    EXPECT_TRUE(job_exists(id));
+    EXPECT_EQ(jobs_in(q), 1);
+    // and the connection is still good
+    client.pause(q);
+    EXPECT_EQ(sql("SELECT count(*) FROM queue_settings WHERE queue = " + lit(q) + " AND paused"), "1");
+}
+
 // A reserve without a lease uses the queue's default lease (60 s without one).
 TEST_F(ClientTest, SetDefaultLease) {
     auto q = queue();

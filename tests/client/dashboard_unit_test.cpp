@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "auth.hpp"
 #include "cross_site.hpp"
@@ -15,6 +16,7 @@
 #include "prometheus.hpp"
 #include "rates.hpp"
 #include "request_guard.hpp"
+#include "request_head.hpp"
 #include "secrets.hpp"
 
 using namespace jobqueue::dashboard;
@@ -149,6 +151,50 @@ TEST(CrossSite, LoopbackHostHeader) {
         EXPECT_FALSE(loopback_host_header(bad)) << bad;
 }
 
+// --allow-host: loopback hosts always, the names given (any case, any port,
+// IPv6 addresses with or without brackets), nothing else.
+TEST(CrossSite, AllowedHostHeader) {
+    std::vector<std::string> allowed = {"jobs.example", "10.9.8.7", "[fd00::5]", "Upper.Example"};
+    for (const char* good : {"jobs.example", "JOBS.example:7070", "10.9.8.7:80", "[fd00::5]:7070", "upper.example",
+                             "localhost:7070", "127.0.0.1", "[::1]"})
+        EXPECT_TRUE(allowed_host_header(good, allowed)) << good;
+    for (const char* bad : {"", "evil.example", "jobs.example.evil", "x.jobs.example", "jobs.example:", "jobs.example:7x",
+                            "10.9.8.77", "[fd00::6]", "[fd00::5", "fd00::5"})
+        EXPECT_FALSE(allowed_host_header(bad, allowed)) << bad;
+    EXPECT_FALSE(allowed_host_header("jobs.example", {}));
+    EXPECT_TRUE(allowed_host_header("localhost", {}));
+}
+
+// ---------------------------------------------------------------- request heads
+
+namespace {
+HeadState judge(const std::string& bytes, HeadLimits limits = HeadLimits{}) {
+    return judge_head(bytes.data(), bytes.size(), limits);
+}
+}  // namespace
+
+TEST(RequestHead, CompleteIncompleteTooLarge) {
+    EXPECT_EQ(judge(""), HeadState::incomplete);
+    EXPECT_EQ(judge("GET / HTTP/1.1\r\n"), HeadState::incomplete);
+    EXPECT_EQ(judge("GET / HTTP/1.1\r\nHost: a\r\n"), HeadState::incomplete);
+    EXPECT_EQ(judge("GET / HTTP/1.1\r\nHost: a\r\n\r"), HeadState::incomplete);
+    EXPECT_EQ(judge("GET / HTTP/1.1\r\nHost: a\r\n\r\n"), HeadState::complete);
+    EXPECT_EQ(judge("GET / HTTP/1.1\r\n\r\n"), HeadState::complete);
+    // a body, or the next request, after the head
+    EXPECT_EQ(judge("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}GET"), HeadState::complete);
+    // a bare "\n" line does not end a head for httplib, nor here
+    EXPECT_EQ(judge("GET / HTTP/1.1\r\nHost: a\r\n\n"), HeadState::incomplete);
+    std::string head = "GET / HTTP/1.1\r\n";
+    for (int i = 0; i < 100; ++i) head += "X-" + std::to_string(i) + ": x\r\n";
+    EXPECT_EQ(judge(head + "\r\n"), HeadState::complete);  // 100 header lines: the most
+    EXPECT_EQ(judge(head + "X-100: x\r\n"), HeadState::too_large);
+    std::string big = "GET / HTTP/1.1\r\n";
+    while (big.size() < 64 * 1024) big += "X-Long: " + std::string(7000, 'y') + "\r\n";
+    EXPECT_EQ(judge(big), HeadState::too_large);
+    EXPECT_EQ(judge(std::string(64 * 1024, 'a')), HeadState::too_large);  // no line end at all
+    EXPECT_EQ(judge(std::string(64 * 1024 - 1, 'a')), HeadState::incomplete);
+}
+
 // ---------------------------------------------------------------- --listen
 
 TEST(ListenAddress, Parse) {
@@ -276,6 +322,27 @@ TEST(RequestGuard, LoopbackDashboardAnswersLoopbackHostsOnly) {
     auto s = settings();
     s.loopback_only = false;  // bound to 0.0.0.0: any Host
     EXPECT_EQ(status_of(read, s), 0);
+}
+
+// --allow-host (bound to 0.0.0.0 with --insecure-no-auth): the names given
+// and loopback ones, before anything else is looked at.
+TEST(RequestGuard, AllowedHostsOnly) {
+    auto s = settings();
+    s.loopback_only = false;
+    s.allowed_hosts = {"jobs.example"};
+    RequestFacts read;
+    read.method = "GET";
+    read.path = "/api/overview";
+    read.host = "rebound.evil.example:7070";
+    EXPECT_EQ(status_of(read, s), 403);
+    read.host = "jobs.example:7070";
+    EXPECT_EQ(status_of(read, s), 0);
+    read.host = "localhost:7070";
+    EXPECT_EQ(status_of(read, s), 0);
+    auto a = action();
+    a.host = "evil.example";
+    a.origin = "http://evil.example";
+    EXPECT_EQ(status_of(a, s), 403);
 }
 
 // ---------------------------------------------------------------- Prometheus text

@@ -474,6 +474,106 @@ async function databaseGoneAndBack(page) {
   check('database started: /metrics says jobqueue_up 1', /^jobqueue_up 1$/m.test(up.body));
 }
 
+// A route part that is no valid escape (decodeURIComponent throws URIError)
+// is "not found": the page is rebuilt, no exception escapes, and no button
+// of the page before stays.
+async function malformedRoute(page) {
+  const errors = [];
+  const onError = (e) => errors.push(String(e && e.message));
+  page.on('pageerror', onError);
+  try {
+    await page.goto(ADMIN + '/#/queue/jq_dash_a');
+    await until(() => page.$('button[data-action="pause"]'));
+    await page.evaluate(() => { location.hash = '#/queue/%E0%A4%A'; });
+    const notFound = await until(() => page.$('[data-testid="not-found"]'), 5000);
+    const buttons = await page.$$eval('#page button', (b) => b.length);
+    check('a malformed escape in the route after a queue page: "not found", no button of the queue page left',
+      Boolean(notFound) && buttons === 0, { notFound: Boolean(notFound), buttons });
+    await page.goto('about:blank');
+    await page.goto(ADMIN + '/#/job/%E0%A4%A');
+    const fresh = await until(() => page.$('[data-testid="not-found"]'), 5000);
+    check('a malformed escape in the route of a page just opened: "not found"', Boolean(fresh));
+    check('and no uncaught exception (URIError) in the page', errors.length === 0, errors);
+    await page.evaluate(() => { location.hash = '#/'; });
+    check('and the overview still comes back', Boolean(await until(() => page.$('[data-testid="queues"] tbody tr'))));
+  } finally {
+    page.off('pageerror', onError);
+  }
+}
+
+// A job named "invoice \u202Efdp.exe" (U+202E RIGHT-TO-LEFT OVERRIDE) must
+// neither reorder the text around it nor pass for "invoice exe.pdf": each
+// name is in a <bdi> of its own (unicode-bidi: isolate; a table cell is
+// isolated by the browser already, an inline name is not) with the control
+// spelled out, and so is every confirmation.
+async function bidiText(page, dialogs) {
+  const queue = 'jq_dash_bidi\u202Eevil';
+  const name = 'invoice \u202Efdp.exe';
+  const worker = 'w-\u202Eowt';
+  const id = Number(sql(`SELECT queue_push(${literal(name)}, '{}', ${literal(queue)})`));
+  sql(`SELECT count(*) FROM queue_reserve(ARRAY[${literal(queue)}], '10 minutes', ${literal(worker)}, 1)`);
+  sql(`SELECT queue_push('other', '{}', ${literal(queue)})`);
+  // the nearest element around a text node that holds `text`: its tag and unicode-bidi
+  const isolation = (selector, text) => page.evaluate((sel, t) => {
+    const scope = document.querySelector(sel);
+    if (!scope) return null;
+    const walker = document.createTreeWalker(scope, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.nodeValue !== t) continue;
+      const e = n.parentElement;
+      return { tag: e.tagName, bidi: getComputedStyle(e).unicodeBidi };
+    }
+    return null;
+  }, selector, text);
+  const isolated = (r) => Boolean(r) && r.tag === 'BDI' && r.bidi === 'isolate';
+  const shown = (text) => text.replace(/\u202E/g, '⟨U+202E⟩');
+
+  await page.goto(ADMIN + '/#/queue/' + encodeURIComponent(queue));
+  await until(() => page.$(`tr[data-job="${id}"]`));
+  let r = await isolation(`tr[data-job="${id}"]`, shown(name));
+  check('queue page: the job name is isolated (bdi), shown as "invoice ⟨U+202E⟩fdp.exe"', isolated(r), r);
+  r = await isolation(`tr[data-job="${id}"]`, shown(worker));
+  check('queue page: the lease holder is isolated, U+202E spelled out', isolated(r), r);
+  r = await isolation('[data-testid="queue-name"]', shown(queue));
+  check('queue page: the queue name is isolated, U+202E spelled out', isolated(r), r);
+  dialogs.seen.length = 0;
+  dialogs.answer = false;
+  await page.click('button[data-action="clear"]');
+  await until(() => dialogs.seen.length);
+  const clearText = dialogs.seen[0] || '';
+  check('queue page: Clear\'s confirmation spells U+202E out (⟨U+202E⟩) and holds no raw U+202E',
+    clearText.includes('jq_dash_bidi⟨U+202E⟩evil') && !clearText.includes('\u202E'), clearText);
+
+  await page.goto(ADMIN + '/#/job/' + id);
+  await until(() => page.$('[data-testid="job-name"] bdi'));
+  r = await isolation('[data-testid="job-name"]', shown(name));
+  check('job page: the job name is isolated, U+202E spelled out', isolated(r), r);
+  r = await isolation('[data-testid="job-queue"]', shown(queue));
+  check('job page: the queue name is isolated, U+202E spelled out', isolated(r), r);
+  dialogs.seen.length = 0;
+  await page.click('button[data-action="cancel"]');
+  await until(() => dialogs.seen.length);
+  const cancelText = dialogs.seen[0] || '';
+  check('job page: Cancel\'s confirmation names the job with U+202E spelled out',
+    cancelText.includes('invoice ⟨U+202E⟩fdp.exe') && !cancelText.includes('\u202E'), cancelText);
+  dialogs.answer = true;
+  check('and nothing was cancelled or cleared (both dismissed)',
+    sql(`SELECT count(*) FROM queue_jobs WHERE queue = ${literal(queue)}`) === '2');
+
+  await page.goto(ADMIN + '/#/workers');
+  await until(() => page.$(`section.worker tr[data-job="${id}"]`));
+  r = await isolation('[data-testid="workers"]', shown(worker));
+  check('workers page: the worker name is isolated, U+202E spelled out', isolated(r), r);
+  r = await isolation(`[data-testid="workers"] tr[data-job="${id}"]`, shown(name));
+  check('workers page: the job name is isolated, U+202E spelled out', isolated(r), r);
+
+  await page.goto(ADMIN + '/#/');
+  await until(() => page.$(`tr[data-queue="${queue}"]`));
+  r = await isolation(`tr[data-queue="${queue}"]`, shown(queue));
+  check('overview: the queue name is isolated, U+202E spelled out', isolated(r), r);
+  sql(`DELETE FROM queue_jobs WHERE queue = ${literal(queue)}`);
+}
+
 // ------------------------------------------------------------ main
 
 async function main() {
@@ -494,7 +594,7 @@ async function main() {
       else await dialog.dismiss();
     });
     const parts = [overviewMatchesSql, estimatedCounts, pauseAndResumeButtons, paging, clearAsksFirst, failedJobs, escaping,
-      readOnly, crossSite, privileges, () => credentials(browser), withoutPreload, slowDatabase, databaseGoneAndBack];
+      malformedRoute, bidiText, readOnly, crossSite, privileges, () => credentials(browser), withoutPreload, slowDatabase, databaseGoneAndBack];
     for (const part of parts) {
       try {
         await part(page, dialogs);

@@ -20,11 +20,16 @@
 #   metrics_test.py   /metrics parsed with prometheus_client: counters equal to
 #                     what the test pushed and completed, gauges equal to SQL,
 #                     label escaping;
+#   hostile_test.py   raw sockets: slow request heads, heads over 64 KiB or 100
+#                     lines (431, VmRSS bounded), NUL bytes in an action (400);
 #   browser.test.js   headless Debian Chromium (puppeteer-core, never a downloaded
 #                     browser): numbers against SQL, paging, pause/resume, clear
 #                     with confirmation, retry and forget, escaping of payloads,
 #                     read-only, cross-site POSTs, privileges, auth, the database
-#                     stopped and started again, a statement cut by the timeout.
+#                     stopped and started again, a statement cut by the timeout,
+#                     a malformed route, bidirectional text in names.
+# Before them: another address than loopback without credentials (no start;
+# --insecure-no-auth with --allow-host checks Host).
 # Every part has a timeout; every server and process is stopped on exit.
 # Last line: "N passed, N failed".
 set -uo pipefail
@@ -122,7 +127,7 @@ start_dashboard() { # start_dashboard NAME CLUSTER ENVIRONMENT... -- ARGUMENTS..
     (source "$WORK/$cluster.env"; exec env "${env[@]}" "$JOBQUEUE_BIN" dashboard --listen "127.0.0.1:$p" "$@") \
         > "$WORK/dashboard-$name.log" 2>&1 &
     pids+=($!)
-    export "DASH_${name^^}_URL=http://127.0.0.1:$p"
+    export "DASH_${name^^}_URL=http://127.0.0.1:$p" "DASH_${name^^}_PID=$!"
     for _ in $(seq 50); do
         curl -s -o /dev/null "http://127.0.0.1:$p/favicon.ico" -u "ops:s3cret pass" && return 0
         sleep 0.1
@@ -152,12 +157,50 @@ bind_warning() { # bind_warning ENVIRONMENT...: prints the dashboard's stderr on
     wait "$pid"
     cat "$log"
 }
-out=$(bind_warning JOBQUEUE_DASHBOARD_AUTH=)
-check "--listen 0.0.0.0 without credentials warns on stderr" \
-    "$([[ $out == *"warning: the dashboard listens on 0.0.0.0:"*"without credentials"* ]] && echo t || echo f)" "$out"
 out=$(bind_warning JOBQUEUE_DASHBOARD_AUTH="bearer t0ken")
 check "--listen 0.0.0.0 with credentials does not warn, and stops on SIGTERM" \
     "$([[ $out == *"(credentials required)"* && $out != *warning* && $out != *"did not stop"* ]] && echo t || echo f)" "$out"
+
+# Another address than loopback without credentials: no start, unless asked
+# for with --insecure-no-auth, and then only requests whose Host is a
+# loopback one or an --allow-host one (DNS rebinding). Bound to 0.0.0.0, but
+# every request goes to 127.0.0.1: no traffic leaves the machine.
+refused_start() { # refused_start ARGUMENTS...: prints "EXIT-STATUS: OUTPUT"
+    local p out rc
+    p=$(_jq_pick_port "$port") || return 1
+    port=$((p + 1))
+    out=$(source "$WORK/main.env"; JOBQUEUE_DASHBOARD_AUTH= timeout 5 "$JOBQUEUE_BIN" dashboard --listen "0.0.0.0:$p" "$@" 2>&1)
+    rc=$?
+    echo "$rc: $out"
+}
+out=$(refused_start)
+check "--listen 0.0.0.0 without credentials does not start (exit 1, naming --auth-file and --insecure-no-auth)" \
+    "$([[ $out == "1: "*"0.0.0.0:"*"is not a loopback address"*"--auth-file"*"--insecure-no-auth"* ]] && echo t || echo f)" "$out"
+out=$(refused_start --insecure-no-auth)
+check "--insecure-no-auth without --allow-host does not start (exit 1)" \
+    "$([[ $out == "1: "*"--insecure-no-auth needs --allow-host"* ]] && echo t || echo f)" "$out"
+open_port=$(_jq_pick_port "$port") && port=$((open_port + 1))
+(source "$WORK/main.env"; exec env JOBQUEUE_DASHBOARD_AUTH= "$JOBQUEUE_BIN" dashboard --listen "0.0.0.0:$open_port" \
+    --insecure-no-auth --allow-host good.example --allow-host 10.9.8.7) > "$WORK/dashboard-open.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$open_port/favicon.ico") == 204 ]] && break
+    sleep 0.1
+done
+host_status() { # host_status HOST-HEADER: the status of /api/overview asked with that Host
+    curl -s -o /dev/null -w '%{http_code}' -H "Host: $1" "http://127.0.0.1:$open_port/api/overview"
+}
+out="evil.example:$(host_status "evil.example:$open_port") good.example.evil:$(host_status good.example.evil) \
+[::2]:$(host_status "[::2]:$open_port")"
+check "--insecure-no-auth: a Host not allowed gets 403 (DNS rebinding)" \
+    "$([[ $out == "evil.example:403 good.example.evil:403 [::2]:403" ]] && echo t || echo f)" "$out"
+out="good.example:$(host_status "good.example:$open_port") GOOD.example:$(host_status GOOD.example) \
+10.9.8.7:$(host_status "10.9.8.7:$open_port") 127.0.0.1:$(host_status "127.0.0.1:$open_port")"
+check "--insecure-no-auth: an --allow-host Host (any case, any port) and a loopback one are served" \
+    "$([[ $out == "good.example:200 GOOD.example:200 10.9.8.7:200 127.0.0.1:200" ]] && echo t || echo f)" "$out"
+out=$(cat "$WORK/dashboard-open.log")
+check "--insecure-no-auth warns on stderr" \
+    "$([[ $out == *"warning: the dashboard listens on 0.0.0.0:"*"without credentials"* ]] && echo t || echo f)" "$out"
 
 export DASH_AUTH_USER=ops DASH_AUTH_PASSWORD="s3cret pass"
 export DASH_MAIN_ENV=$WORK/main.env DASH_PLAIN_ENV=$WORK/plain.env DASH_ROOT=$ROOT
@@ -181,6 +224,7 @@ mkdir -p "$(dirname "$SCREENSHOT")"
 DASH_SCREENSHOT=$SCREENSHOT DASH_SHOT_SECONDS=$SHOT_SECONDS DASH_JOBQUEUE_BIN=$JOBQUEUE_BIN \
     run_part "screenshot of a busy queue" $((SHOT_SECONDS + 60)) node tests/dashboard/screenshot.js
 run_part "metrics (prometheus_client)" 60 /usr/bin/python3 tests/dashboard/metrics_test.py
+run_part "hostile requests (raw sockets)" 120 /usr/bin/python3 tests/dashboard/hostile_test.py
 run_part "browser (puppeteer-core + chromium)" 150 node tests/dashboard/browser.test.js
 
 if (( failed )); then

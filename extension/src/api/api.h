@@ -26,7 +26,6 @@ extern int64 InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, b
 extern void CheckDeadline(TimestampTz deadline, TimestampTz available_at);
 extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
 
-
 /* complete.c: finishing one claimed job, shared with the batch calls */
 extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error);
 extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,

@@ -48,7 +48,6 @@ typedef enum JqApiVersion
 	JQ_API_COUNT
 } JqApiVersion;
 
-
 /* settings.c: the queue's clock, and the payload limit */
 extern int	jobqueue_max_payload_bytes;
 extern void JobqueueDefineSettings(void);

@@ -8,8 +8,10 @@
  * A limit is set per key prefix within a queue ('' covers every key of
  * the queue); a key takes the limit of its longest prefix with one, else
  * 1: its jobs run one at a time.  A raised limit lets waiting jobs run at
- * once; a lowered one lets jobs already running finish, and the key's
- * next jobs wait until fewer than the new limit run.
+ * once, however it rises (a limit set, or one removed so that a shorter
+ * prefix's applies: AdmitWaitingOfKeys in flow.c); a lowered one lets jobs
+ * already running finish, and the key's next jobs wait until fewer than
+ * the new limit run.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,7 +31,6 @@ PG_FUNCTION_INFO_V1(jobqueue_blocked);
  */
 enum
 {
-	PLAN_KEYS_WAITING,
 	PLAN_KEY_LIMIT_SET,
 	PLAN_KEY_LIMIT_REMOVE,
 	PLAN_KEY_LIMIT_LIST,
@@ -39,14 +40,6 @@ enum
 };
 
 static JqStatement statements[NUM_CONCURRENCY_STATEMENTS] = {
-	[PLAN_KEYS_WAITING] = {.name = "keys_waiting", .text = {
-		/* The keys of queue $1 starting with $2 that have jobs waiting for a slot. */
-		[JQ_API_1_5] = {
-			JQ_INDEX_PLAN_MARK "SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
-			" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)",
-			2, {TEXTOID, TEXTOID}
-		},
-	}},
 	[PLAN_KEY_LIMIT_SET] = {.name = "key_limit_set", .text = {
 		/* The concurrency limits. */
 		[JQ_API_1_5] = {
@@ -121,13 +114,15 @@ ArgKeyPrefix(FunctionCallInfo fcinfo, int argno)
 	return prefix;
 }
 
-/* queue_concurrency_set(queue, key_prefix, max_running) */
+/*
+ * queue_concurrency_set(queue, key_prefix, max_running).  A raised limit
+ * lets the waiting jobs of the keys it covers run at once.
+ */
 Datum
 jobqueue_concurrency_set(PG_FUNCTION_ARGS)
 {
 	JqCall		call;
 	Datum		args[4];
-	SPITupleTable *keys;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_5);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
@@ -139,17 +134,7 @@ jobqueue_concurrency_set(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	QueueExecute(&call, &statements[PLAN_KEY_LIMIT_SET], args, NULL, SPI_OK_INSERT);
-	/* a raised limit: the keys it covers let their waiting jobs run now */
-	QueueExecute(&call, &statements[PLAN_KEYS_WAITING], args, NULL, SPI_OK_SELECT);
-	keys = SpiTakeResult();
-	for (uint64 row = 0; row < keys->numvals; row++)
-	{
-		bool		isnull;
-		Datum		key = SPI_getbinval(keys->vals[row], keys->tupdesc, 1, &isnull);
-
-		RefillKeySlots(&call, DatumGetTextPP(args[0]), DatumGetTextPP(key), 0);
-	}
-	SPI_freetuptable(keys);
+	AdmitWaitingOfKeys(&call, DatumGetTextPP(args[0]), DatumGetTextPP(args[1]));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -157,18 +142,27 @@ jobqueue_concurrency_set(PG_FUNCTION_ARGS)
 /*
  * queue_concurrency_remove(queue, key_prefix): whether there was such a
  * limit.  Keys it covered take a shorter prefix's limit, or 1; jobs
- * running stay running.
+ * running stay running, and if the limit they take now is higher, their
+ * waiting jobs run at once.
  */
 Datum
 jobqueue_concurrency_remove(PG_FUNCTION_ARGS)
 {
 	JqCall		call;
 	Datum		args[2];
+	bool		removed;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_5);
 	args[0] = PointerGetDatum(ArgNameText(fcinfo, 0, "queue", NULL, JQ_QUEUE_NAME_MAX));
 	args[1] = PointerGetDatum(ArgKeyPrefix(fcinfo, 1));
-	PG_RETURN_BOOL(RunAlone(&call, &statements[PLAN_KEY_LIMIT_REMOVE], args, NULL, SPI_OK_DELETE) == 1);
+
+	SPI_connect();
+	QueueExecute(&call, &statements[PLAN_KEY_LIMIT_REMOVE], args, NULL, SPI_OK_DELETE);
+	removed = SPI_processed == 1;
+	if (removed)
+		AdmitWaitingOfKeys(&call, DatumGetTextPP(args[0]), DatumGetTextPP(args[1]));
+	SPI_finish();
+	PG_RETURN_BOOL(removed);
 }
 
 /* queue_concurrency_list() returns (queue, key_prefix, max_running) */

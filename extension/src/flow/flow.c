@@ -84,9 +84,11 @@ enum
 {
 	PLAN_KEY_TAKE_SLOT,
 	PLAN_KEY_LOCK_SLOTS,
+	PLAN_KEY_LIMIT_OF,
 	PLAN_KEY_SET_RUNNING,
 	PLAN_KEY_DROP_SLOTS,
 	PLAN_KEY_ADMIT_WAITING,
+	PLAN_KEYS_WAITING,
 	PLAN_FLOW_LET_GO,
 	PLAN_FLOW_WAIT_FOR_KEY,
 	PLAN_JOB_IS_FAILED,
@@ -121,6 +123,17 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 			2, {TEXTOID, TEXTOID}
 		},
 	}},
+	[PLAN_KEY_LIMIT_OF] = {.name = "key_limit_of", .text = {
+		/*
+		 * The limit of key $2 of queue $1, read again by a statement of its
+		 * own once the key's row is locked (RefillKeySlots): its snapshot sees
+		 * a limit changed by the transaction that held the row before.
+		 */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT " KEY_LIMIT("$1", "$2"),
+			2, {TEXTOID, TEXTOID}
+		},
+	}},
 	[PLAN_KEY_SET_RUNNING] = {.name = "key_set_running", .text = {
 		[JQ_API_1_5] = {
 			JQ_HOT_PATH_MARK "UPDATE @S@.queue_key_slots SET running = $3 WHERE queue = $1 AND concurrency_key = $2",
@@ -149,6 +162,18 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 					   "   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
 					   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"),
 			4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_KEYS_WAITING] = {.name = "keys_waiting", .text = {
+		/*
+		 * The keys of queue $1 starting with $2 that have jobs waiting for a
+		 * slot, in the order a limit change locks them (AdmitWaitingOfKeys).
+		 */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT DISTINCT concurrency_key FROM @S@.queue_jobs"
+			" WHERE flow = 'key' AND queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)"
+			" ORDER BY concurrency_key",
+			2, {TEXTOID, TEXTOID}
 		},
 	}},
 	[PLAN_FLOW_LET_GO] = {.name = "flow_let_go", .text = {
@@ -359,6 +384,19 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 	was_running = SpiInt32(0, 1);
 	running = Max(was_running - given_up, 0);
 	limit = SpiInt32(0, 2);
+	if (running >= limit)
+	{
+		/*
+		 * The key is full by the limit the lock's statement read, with its
+		 * snapshot from before it waited for the row: the transaction that
+		 * held the row may have raised the limit and filled the key up to
+		 * it (AdmitWaitingOfKeys) before it committed.  A statement of its
+		 * own reads the limit as it is now.  (Otherwise only a lowered
+		 * limit leaves a key full here: rare, and then one more read.)
+		 */
+		QueueExecute(call, &statements[PLAN_KEY_LIMIT_OF], args, NULL, SPI_OK_SELECT);
+		limit = SpiInt32(0, 1);
+	}
 	if (running < limit)
 	{
 		args[2] = Int32GetDatum(limit - running);
@@ -371,6 +409,38 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 		QueueExecute(call, &statements[PLAN_KEY_DROP_SLOTS], args, NULL, SPI_OK_DELETE);
 	else if (running != was_running)
 		QueueExecute(call, &statements[PLAN_KEY_SET_RUNNING], args, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * A concurrency limit of queue for key_prefix was set or removed: each key
+ * of the queue it may cover (every key starting with key_prefix: a longer
+ * prefix's keys too, harmlessly) with jobs waiting for a slot lets as many
+ * of them take one as its limit now allows, this transaction's change
+ * included (RefillKeySlots, with the key's row locked).  The one way a
+ * changed limit reaches the keys: a raised limit (set, or removed so that
+ * a shorter prefix's higher limit applies, or 1 is higher) lets waiting
+ * jobs run at once, a lowered one admits none.
+ * The keys are locked in their order, so two limit changes cannot
+ * deadlock.  Between SPI_connect and SPI_finish, after the limit's
+ * statement.
+ */
+void
+AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix)
+{
+	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key_prefix)};
+	SPITupleTable *keys;
+
+	QueueExecute(call, &statements[PLAN_KEYS_WAITING], args, NULL, SPI_OK_SELECT);
+	keys = SpiTakeResult();
+	for (uint64 row = 0; row < keys->numvals; row++)
+	{
+		bool		isnull;
+		Datum		key = SPI_getbinval(keys->vals[row], keys->tupdesc, 1, &isnull);
+
+		CHECK_FOR_INTERRUPTS();
+		RefillKeySlots(call, queue, DatumGetTextPP(key), 0);
+	}
+	SPI_freetuptable(keys);
 }
 
 /*

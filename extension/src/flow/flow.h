@@ -24,12 +24,14 @@ typedef enum JobRemoval
 	JOB_REMOVAL_CANCELLED,		/* queue_cancel, queue_clear */
 	JOB_REMOVAL_MOVED			/* a rotation moves rows between partitions */
 } JobRemoval;
+
 extern void JqFlowInit(void);
 extern uint64 RemoveJobs(const JqCall *call, JobRemoval why, JqStatement *statement,
 						 JobTable table, Datum *values, const char *nulls, int expected,
 						 JobTable *found);
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
+extern void AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix);
 extern bool AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
 extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
 extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);
@@ -47,6 +49,5 @@ extern JqStatementSet concurrency_statements;
 extern JqStatementSet dependencies_statements;
 extern JqStatementSet flow_statements;
 extern JqStatementSet ratelimit_statements;
-
 
 #endif							/* JOBQUEUE_FLOW_H */

@@ -14,6 +14,10 @@
  * in a transaction of its own, at most once per jobqueue.notify_coalesce:
  * the trailing edge.
  *
+ * A transaction decides once per queue, at its first wake-up of it, and
+ * keeps to it: it notifies the queue itself, or leaves it to the sender,
+ * never both, so each queue is announced once per transaction.
+ *
  * Why no listener sleeps past a job: a committed job's transaction either
  * notified at its own commit, or skipped; a skipper marks the queue
  * pending only after its commit is visible, and the sender clears the mark
@@ -99,8 +103,16 @@ typedef struct NotifierShared
 static NotifierShared *notifier = NULL;
 static int	coalesce_ms = 2;
 
-/* This transaction's skipped notifications: queue slots to mark at commit. */
+/*
+ * This transaction's decisions, one per queue, kept until it ends: the
+ * queue slots it skipped the NOTIFY of (to mark pending at commit), and
+ * the queues it notifies itself.  A queue's first wake-up in a transaction
+ * decides for all its later ones: a transaction that notifies a queue
+ * never also leaves it to the sender, nor the other way round, so it
+ * announces each queue once.
+ */
 static List *skipped_slots = NIL;	/* of int, in TopTransactionContext */
+static List *notified_queues = NIL; /* of char *, in TopTransactionContext */
 static int	held_sender = -1;	/* the sender slot this transaction holds */
 
 static void
@@ -190,16 +202,25 @@ StartSender(int sender)
  * Whether this transaction may skip its NOTIFY of queue, the trailing
  * notification being left to the sender.  When it may, the sender is held
  * until the transaction ends and the queue is remembered for the commit.
+ * Decided by the queue's first wake-up in the transaction, for all of them
+ * (see skipped_slots): the window alone would let a transaction that
+ * notified a queue skip its next wake-up of it, a few pushes later, and so
+ * be announced twice, by its own NOTIFY and by the sender.
  */
 static bool
 MaySkipNotify(const char *queue)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *cell;
 	int			sender;
 	int			slot = -1;
 	bool		start = false;
 	bool		skip = false;
 	bool		newly_held = false;
+
+	foreach(cell, notified_queues)
+		if (strcmp((const char *) lfirst(cell), queue) == 0)
+			return false;		/* notified already: the NOTIFY again, deduplicated */
 
 	SpinLockAcquire(&notifier->mutex);
 	sender = FindSender(MyDatabaseId);
@@ -230,7 +251,9 @@ MaySkipNotify(const char *queue)
 		{
 			QueueSlot  *q = &notifier->queues[slot];
 
-			if (now - q->last_notified < (int64) coalesce_ms * 1000)
+			if (list_member_int(skipped_slots, slot))
+				skip = true;	/* skipped already: the sender announces it */
+			else if (now - q->last_notified < (int64) coalesce_ms * 1000)
 				skip = true;
 			else
 				q->last_notified = now; /* the leading edge: notify */
@@ -251,11 +274,14 @@ MaySkipNotify(const char *queue)
 
 	if (start)
 		StartSender(sender);
-	if (newly_held)
+	if (newly_held || !skip)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
 
-		skipped_slots = lappend_int(skipped_slots, slot);
+		if (newly_held)
+			skipped_slots = lappend_int(skipped_slots, slot);
+		else
+			notified_queues = lappend(notified_queues, pstrdup(queue));
 		MemoryContextSwitchTo(old);
 	}
 	return skip;
@@ -313,8 +339,9 @@ NotifierAtTransactionEnd(XactEvent event)
 		if (restart)
 			StartSender(held_sender);
 	}
-	/* the list lived in TopTransactionContext, which is going away */
+	/* the lists lived in TopTransactionContext, which is going away */
 	skipped_slots = NIL;
+	notified_queues = NIL;
 	held_sender = -1;
 }
 

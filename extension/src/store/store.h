@@ -109,7 +109,6 @@ typedef struct JobSpec
 	bool		run_if_parent_fails;	/* after_failed = 'run' */
 } JobSpec;
 
-
 /* store/ring.c: where a job row lives, the storage ring's partitions */
 extern int	jobqueue_ring_period_seconds;
 extern void JobqueueDefineRing(void);

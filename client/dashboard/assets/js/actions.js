@@ -5,7 +5,7 @@
 // refusal with its SQLSTATE (a role without the tier gets 42501), is shown
 // in the notice line; the page then refreshes.
 import { act, readOnly } from './api.js';
-import { el, errorText } from './dom.js';
+import { el, errorText, visible } from './dom.js';
 
 let afterAction = () => {};
 // Called after every action, to refresh the page at once.
@@ -15,13 +15,16 @@ export function setAfterAction(callback) {
 
 export function notice(text, isError) {
   const node = document.getElementById('notice');
-  node.textContent = text;
+  // one line of server text: names in it spelled out, the line isolated (app.css)
+  node.textContent = visible(text);
   node.className = isError ? 'notice error' : 'notice';
   node.hidden = false;
 }
 
-// A button running action `name` with body(); `confirmText` asks first,
-// `done(result)` says what happened. Null in read-only mode.
+// A button running action `name` with body(); `confirmText` asks first
+// (its invisible and bidirectional characters spelled out: the user must
+// see what he confirms), `done(result)` says what happened. Null in
+// read-only mode.
 export function actionButton(label, name, body, { confirmText, done, danger, testid } = {}) {
   if (readOnly) return null;
   return el('button', {
@@ -30,7 +33,7 @@ export function actionButton(label, name, body, { confirmText, done, danger, tes
     dataset: { action: name, testid: testid || name },
     onclick: async (event) => {
       const button = event.currentTarget;
-      if (confirmText && !window.confirm(confirmText)) return;
+      if (confirmText && !window.confirm(visible(confirmText))) return;
       button.disabled = true;
       try {
         const result = await act(name, typeof body === 'function' ? body() : body);

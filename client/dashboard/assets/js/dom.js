@@ -4,6 +4,15 @@
 // error messages) goes into the page as a text node or textContent: a
 // payload holding "<script>" shows those characters and runs nothing.
 // Nothing here assigns innerHTML.
+//
+// Text direction: such a string may hold bidirectional controls (U+202E
+// RIGHT-TO-LEFT OVERRIDE turns "invoice \u202Efdp.exe" into what reads as
+// "invoice exe.pdf"). Each name, key or message is shown in an element of
+// its own that isolates it (user(): a <bdi>; app.css isolates the blocks
+// that hold server text, payloads and errors), so it cannot reorder the
+// text around it, and with such characters spelled out (visible():
+// "invoice ⟨U+202E⟩fdp.exe"), so it cannot pass for another name either;
+// the same goes for the text of every confirmation and notice.
 
 // el('td', {className: 'n', dataset: {field: 'pending'}}, 'text', node, ...)
 // Strings and numbers become text nodes; null and false are skipped;
@@ -33,6 +42,23 @@ function append(node, children) {
     else if (child instanceof Node) node.appendChild(child);
     else node.appendChild(document.createTextNode(String(child)));
   }
+}
+
+// A string from the server (a name, a key, a message), isolated from the
+// text around it (<bdi>, direction from its own first strong character),
+// its invisible and bidirectional control characters spelled out.
+export function user(text, props) {
+  return el('bdi', props || {}, text === null || text === undefined ? '' : visible(text));
+}
+
+// Bidirectional controls, zero-width characters and C0/C1 controls (but
+// tab and newline), which change how text reads or do not show at all.
+const INVISIBLE = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF]/g;
+
+// text with every such character spelled out: "invoice ⟨U+202E⟩fdp.exe".
+export function visible(text) {
+  return String(text).replace(INVISIBLE,
+    (c) => '⟨U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '⟩');
 }
 
 // Links lead to the dashboard's own routes or files only.

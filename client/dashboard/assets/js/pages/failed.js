@@ -2,7 +2,7 @@
 // forget one, or all those shown.
 import { get } from '../api.js';
 import { actionButton } from '../actions.js';
-import { el, replaceChildren, routes, timeCell, errorText } from '../dom.js';
+import { el, replaceChildren, routes, timeCell, errorText, user } from '../dom.js';
 
 const LIMIT = 100;
 
@@ -13,15 +13,15 @@ function plural(n, word) {
 function failedRow(j) {
   return el('tr', { dataset: { job: String(j.id) } },
     el('td', { className: 'n' }, el('a', { href: routes.job(j.id) }, String(j.id))),
-    el('td', {}, el('a', { href: routes.failed(j.queue) }, j.queue)),
-    el('td', {}, j.name),
+    el('td', {}, el('a', { href: routes.failed(j.queue) }, user(j.queue))),
+    el('td', {}, user(j.name)),
     el('td', { className: 'n' }, j.attempts + '/' + j.max_attempts),
     timeCell(j.failed_at),
     el('td', {}, el('div', { className: 'error-text', dataset: { testid: 'failed-error' } }, j.error)),
     el('td', { className: 'buttons' },
       actionButton('Retry', 'retry', { ids: [j.id] }, { testid: 'retry-one', done: (r) => 'requeued ' + plural(r.requeued, 'job') }),
       actionButton('Forget', 'forget', { ids: [j.id], confirm: true }, {
-        testid: 'forget-one', danger: true, confirmText: 'Delete failed job ' + j.id + ' for good?',
+        testid: 'forget-one', danger: true, confirmText: 'Delete failed job ' + j.id + ' (' + j.name + ') for good?',
         done: (r) => 'forgot ' + plural(r.forgotten, 'job'),
       })));
 }
@@ -41,7 +41,7 @@ export function mount(root, _arg, params) {
       done: (r) => 'forgot ' + plural(r.forgotten, 'job'),
     }),
     queue ? el('a', { href: '#/failed' }, 'every queue') : null);
-  root.append(el('h2', {}, 'Failed jobs', queue ? el('span', { className: 'name' }, ' of ' + queue) : null),
+  root.append(el('h2', {}, 'Failed jobs', queue ? el('span', { className: 'name' }, ' of ', user(queue)) : null),
     toolbar, status, summary,
     el('table', { className: 'grid', dataset: { testid: 'failed' } },
       el('thead', {}, el('tr', {}, ['Id', 'Queue', 'Name', 'Attempts', 'Failed', 'Error', ''].map((h) => el('th', {}, h)))),

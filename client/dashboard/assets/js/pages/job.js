@@ -2,7 +2,7 @@
 // when it runs. The payload and the error are shown as text, never markup.
 import { get } from '../api.js';
 import { actionButton } from '../actions.js';
-import { el, replaceChildren, routes, time, relative, errorText } from '../dom.js';
+import { el, replaceChildren, routes, time, relative, errorText, user } from '../dom.js';
 
 function field(label, value, testid) {
   return [el('dt', {}, label), el('dd', { dataset: { testid } }, value)];
@@ -14,15 +14,15 @@ function when(iso) {
 
 function details(j) {
   return el('dl', { className: 'fields' },
-    field('Queue', el('a', { href: routes.queue(j.queue) }, j.queue), 'job-queue'),
-    field('Name', j.name, 'job-name'),
+    field('Queue', el('a', { href: routes.queue(j.queue) }, user(j.queue)), 'job-queue'),
+    field('Name', user(j.name), 'job-name'),
     field('State', el('span', { className: 'state ' + j.state }, j.state), 'job-state'),
     field('Priority', String(j.priority), 'job-priority'),
     field('Attempts', j.attempts + ' of ' + j.max_attempts, 'job-attempts'),
     field('Runs at', j.state === 'failed' ? '-' : when(j.available_at), 'job-available-at'),
-    field('Lease holder', j.reserved_by === null ? '-' : j.reserved_by, 'job-reserved-by'),
+    field('Lease holder', j.reserved_by === null ? '-' : user(j.reserved_by), 'job-reserved-by'),
     field('Lease until', when(j.reserved_until), 'job-reserved-until'),
-    field('Unique key', j.unique_key === null ? '-' : j.unique_key, 'job-unique-key'),
+    field('Unique key', j.unique_key === null ? '-' : user(j.unique_key), 'job-unique-key'),
     field('Deadline', when(j.deadline), 'job-deadline'),
     field('Created', when(j.created_at), 'job-created-at'),
     j.failed_at ? field('Failed', when(j.failed_at), 'job-failed-at') : null);
@@ -33,18 +33,18 @@ function actions(j) {
     return [
       actionButton('Retry', 'retry', { ids: [j.id] }, { done: (r) => 'requeued ' + r.requeued + ' job' }),
       actionButton('Forget', 'forget', { ids: [j.id], confirm: true }, {
-        danger: true, confirmText: 'Delete failed job ' + j.id + ' for good?', done: (r) => 'forgot ' + r.forgotten + ' job',
+        danger: true, confirmText: 'Delete failed job ' + j.id + ' (' + j.name + ') for good?', done: (r) => 'forgot ' + r.forgotten + ' job',
       }),
     ];
   }
   return [
     actionButton('Cancel', 'cancel', { id: j.id }, {
-      danger: true, confirmText: 'Delete job ' + j.id + '?',
+      danger: true, confirmText: 'Delete job ' + j.id + ' (' + j.name + ')?',
       done: (r) => (r.cancelled ? 'cancelled job ' + j.id : 'job ' + j.id + ' was not cancelled: a worker holds it'),
     }),
     j.state === 'reserved'
       ? actionButton('Cancel while running', 'cancel', { id: j.id, force: true }, {
-        danger: true, confirmText: 'Delete job ' + j.id + ' although a worker holds it? Its worker\'s later calls will fail.',
+        danger: true, confirmText: 'Delete job ' + j.id + ' (' + j.name + ') although a worker holds it? Its worker\'s later calls will fail.',
         done: (r) => (r.cancelled ? 'cancelled job ' + j.id : 'job ' + j.id + ' was not cancelled'),
       })
       : null,

@@ -2,15 +2,15 @@
 import { get } from '../api.js';
 import { actionButton } from '../actions.js';
 import { rateChart } from '../chart.js';
-import { el, replaceChildren, routes, count, approximate, duration, errorText } from '../dom.js';
+import { el, replaceChildren, routes, count, approximate, duration, errorText, user } from '../dom.js';
 
 // What the page says when queue_counters cannot count (SQLSTATE 55000).
 const COUNTERS_NEED_PRELOAD = 'counters need jobqueue in shared_preload_libraries';
 
 function connectionLine(c) {
   const where = (c.host || 'local socket') + (c.port ? ':' + c.port : '');
-  return 'database: connected to ' + c.database + ' on ' + where + ' as ' + c.user +
-    ' (PostgreSQL ' + c.server_version + (c.pooler ? ', through a pooler' : '') + ')';
+  return ['database: connected to ', user(c.database), ' on ', user(where), ' as ', user(c.user),
+    ' (PostgreSQL ' + c.server_version + (c.pooler ? ', through a pooler' : '') + ')'];
 }
 
 // What an estimated count's cell says when pointed at.
@@ -29,7 +29,7 @@ function queueRow(q, cap) {
     ? actionButton('Resume', 'resume', { queue: q.queue }, { done: () => 'resumed ' + q.queue })
     : actionButton('Pause', 'pause', { queue: q.queue }, { done: () => 'paused ' + q.queue });
   return el('tr', { dataset: { queue: q.queue } },
-    el('td', {}, el('a', { href: routes.queue(q.queue) }, q.queue)),
+    el('td', {}, el('a', { href: routes.queue(q.queue) }, user(q.queue))),
     el('td', { dataset: { field: 'paused' } }, q.paused ? el('span', { className: 'badge paused' }, 'paused') : 'active'),
     cell('pending', shown('pending')),
     cell('delayed', shown('delayed')),
@@ -74,7 +74,7 @@ export function mount(root) {
         return;
       }
       status.hidden = true;
-      connection.textContent = connectionLine(data.connection);
+      replaceChildren(connection, connectionLine(data.connection));
       if (data.counters.available) {
         counters.hidden = true;
       } else {

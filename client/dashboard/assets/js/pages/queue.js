@@ -3,7 +3,7 @@
 // page start remembered on the way).
 import { get } from '../api.js';
 import { actionButton } from '../actions.js';
-import { el, replaceChildren, routes, timeCell, errorText } from '../dom.js';
+import { el, replaceChildren, routes, timeCell, errorText, user } from '../dom.js';
 
 const PAGE_ROWS = 50;
 const STATES = ['', 'pending', 'delayed', 'reserved', 'failed'];
@@ -11,14 +11,14 @@ const STATES = ['', 'pending', 'delayed', 'reserved', 'failed'];
 function jobRow(j) {
   return el('tr', { dataset: { job: String(j.id) } },
     el('td', { className: 'n' }, el('a', { href: routes.job(j.id) }, String(j.id))),
-    el('td', {}, j.name),
+    el('td', {}, user(j.name)),
     el('td', {}, el('span', { className: 'state ' + j.state }, j.state)),
     el('td', { className: 'n' }, String(j.priority)),
     el('td', { className: 'n' }, j.attempts + '/' + j.max_attempts),
     timeCell(j.available_at),
-    el('td', {}, j.reserved_by === null ? '-' : j.reserved_by),
+    el('td', {}, j.reserved_by === null ? '-' : user(j.reserved_by)),
     timeCell(j.reserved_until),
-    el('td', {}, j.unique_key === null ? '-' : j.unique_key),
+    el('td', {}, j.unique_key === null ? '-' : user(j.unique_key)),
     timeCell(j.created_at));
 }
 
@@ -39,7 +39,7 @@ export function mount(root, queue, params) {
   let shown = '';
 
   root.append(
-    el('h2', {}, 'Queue ', el('span', { className: 'name', dataset: { testid: 'queue-name' } }, queue)),
+    el('h2', {}, 'Queue ', el('span', { className: 'name', dataset: { testid: 'queue-name' } }, user(queue))),
     el('div', { className: 'toolbar' },
       actionButton('Pause', 'pause', { queue }, { done: () => 'paused ' + queue }),
       actionButton('Resume', 'resume', { queue }, { done: () => 'resumed ' + queue }),

@@ -1,14 +1,14 @@
 // schedules.js: the recurring schedules, their next and last windows.
 import { get } from '../api.js';
-import { el, replaceChildren, routes, timeCell, errorText } from '../dom.js';
+import { el, replaceChildren, routes, timeCell, errorText, user } from '../dom.js';
 
 function scheduleRow(s) {
   return el('tr', { dataset: { schedule: s.name } },
-    el('td', {}, s.name),
-    el('td', {}, el('code', {}, s.cron)),
-    el('td', {}, s.time_zone || '-'),
-    el('td', {}, s.job_name),
-    el('td', {}, s.queue ? el('a', { href: routes.queue(s.queue) }, s.queue) : '-'),
+    el('td', {}, user(s.name)),
+    el('td', {}, el('code', {}, user(s.cron))),
+    el('td', {}, s.time_zone ? user(s.time_zone) : '-'),
+    el('td', {}, user(s.job_name)),
+    el('td', {}, s.queue ? el('a', { href: routes.queue(s.queue) }, user(s.queue)) : '-'),
     el('td', {}, s.enabled ? 'yes' : 'no'),
     timeCell(s.next_due),
     timeCell(s.last_window));

@@ -898,10 +898,12 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 		int			claimed;
 		long		left_ms;
 		TimestampTz rate_slot;
+		uint64		wakeups = 0;
 
 		if (waiting)
 		{
-			PrepareToWaitForJobs();
+			/* the round's subtransaction would cancel a sleep prepared now: count instead */
+			wakeups = JobsDueWakeups();
 			claimed = ClaimRoundReleasingLocks(&call, queues, queue_names, queue_count, max_jobs,
 											   &terms, &rate_slot);
 		}
@@ -922,7 +924,12 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 		/* and a rate limit's next slot opens without one */
 		if (rate_slot != 0)
 			left_ms = Min(left_ms, Max((long) ((rate_slot - call.now) / 1000), 1));
-		WaitForJobs(left_ms);
+		/* ready to be woken, then no wake-up since the round began: sleep */
+		PrepareToWaitForJobs();
+		if (JobsDueWakeups() == wakeups)
+			WaitForJobs(left_ms);
+		else
+			CHECK_FOR_INTERRUPTS();
 		call.now = QueueNow();
 	}
 	if (waiting)

@@ -29,12 +29,14 @@ SELECT queue_current_ring() IN (0, 1) AS current_ring_is_0_or_1;
 SELECT pg_temp.try($$SELECT * FROM queue_rotate(2)$$) AS ring_2;
 SELECT pg_temp.try($$SELECT * FROM queue_rotate(-1)$$) AS ring_minus_1;
 
--- an empty partition: nothing to do
+-- an empty partition: nothing to do, and nothing written (no TRUNCATE: same relfilenode)
 TRUNCATE queue_jobs;
+SELECT pg_relation_filenode('queue_jobs_ring0') AS empty_node \gset
 SELECT * FROM queue_rotate(0);
+SELECT pg_relation_filenode('queue_jobs_ring0') = :empty_node AS empty_not_truncated;
 
 --------------------------------------------------------------------------
--- a rotation moves every live job, unchanged, and empties the partition
+-- a rotation moves every live job, unchanged, to long, and empties the partition
 --------------------------------------------------------------------------
 
 SELECT queue_push('pending', queue => 'rq', priority => 5) AS pending_id \gset
@@ -58,7 +60,7 @@ SELECT * FROM queue_rotate(0);
 -- ring 0 is empty and has no pages left, dead rows included
 SELECT count(*) AS in_ring0, pg_relation_size('queue_jobs_ring0') AS ring0_bytes
 FROM queue_jobs_ring0;
--- the held job and the ones due soon went to ring 1, the one an hour away to long
+-- every live job went to long, held or pending, due soon or later: moved once, it stays there
 SELECT name, tableoid::regclass AS partition FROM queue_jobs WHERE queue = 'rq' ORDER BY name;
 -- every column but ring is what it was
 SELECT count(*) AS unchanged_rows FROM before_rotation b JOIN queue_jobs j ON j.id = b.id
@@ -73,8 +75,10 @@ SELECT queue_extend(:held_id, :held_token, '5 minutes') AS extended;
 SELECT queue_delete(:held_id, :held_token) AS deleted;
 SELECT name FROM queue_reserve('{rq}');
 SELECT queue_cancel(:later_id) AS cancelled_from_long;
--- the same again from ring 1: everything comes back to ring 0
+-- nothing moves back: ring 1 has nothing live (truncated, moving nothing), ring 0 no pages
+-- (nothing to do, no TRUNCATE); the jobs stay in long
 SELECT rotated, moved, truncated, outcome FROM queue_rotate(1);
+SELECT rotated, moved, truncated, outcome FROM queue_rotate(0);
 SELECT name, tableoid::regclass AS partition FROM queue_jobs WHERE queue = 'rq' ORDER BY name;
 
 --------------------------------------------------------------------------

@@ -17,6 +17,7 @@
  */
 #include "api/api.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 
 #include "catalog/pg_type.h"
@@ -24,6 +25,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 
 /* Columns (1-based) of the rows a claim's UPDATE returns, a queue_job. */
 typedef enum ClaimedColumn
@@ -446,8 +448,9 @@ FailExpiredReadyJobs(const JqCall *call, ArrayType *queues)
  * and (1.1) so does a job past its deadline that is not running.  In the
  * usual case nothing is due: the probe then finds nothing, and (1.1, with
  * preload) the next claims skip it until something may be due (duehint.c).
+ * Returns whether it changed any job (a waiting claim keeps such a round).
  */
-static void
+static bool
 PromoteDueJobs(const JqCall *call, ArrayType *queues)
 {
 	bool		since_1_1 = JqCallSince(call, JQ_API_1_1);
@@ -460,15 +463,16 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 	int			expired_count = 0;
 	uint64		generation = 0;
 	bool		remember = false;
+	bool		changed = false;
 
 	if (since_1_1)
 	{
 		if (DueProbeCanBeSkipped(queues, call->now))
-			return;
+			return false;
 		/* read before the probe's snapshot is taken: see duehint.c */
 		remember = DueProbeCanBeRemembered(&generation);
 		if (FailExpiredReadyJobs(call, queues))
-			remember = false;
+			remember = false, changed = true;
 	}
 
 	args[0] = PointerGetDatum(queues);
@@ -479,7 +483,7 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 		if (remember)
 			RememberDueProbe(queues, generation, call->now,
 							 NextDueMoment(call, queues, DueProbeHorizon(call->now)));
-		return;
+		return changed;
 	}
 
 	ready_ids = palloc(sizeof(Datum) * SPI_processed);
@@ -518,6 +522,7 @@ PromoteDueJobs(const JqCall *call, ArrayType *queues)
 	}
 	FailJobs(call, &statements[PLAN_FAIL_EXHAUSTED], exhausted_ids, exhausted_count);
 	FailJobs(call, &statements[PLAN_FAIL_EXPIRED], expired_ids, expired_count);
+	return true;
 }
 
 /* What a claim hands out, the same for every queue of the call. */
@@ -760,21 +765,79 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
  * One round of a claim: promote, then claim from each queue in precedence
  * order until max_jobs.  Returns how many were claimed; *rate_slot is the
  * earliest moment a rate limit met in the round lets a claim take a job
- * again (0: none met): a waiting claim looks again then.
+ * again (0: none met): a waiting claim looks again then.  *promoted: the
+ * round changed jobs before claiming (promoted, failed as expired).
  */
 static int
 ClaimRound(const JqCall *call, ArrayType *queues, Datum *queue_names, int queue_count,
-		   int max_jobs, const ClaimTerms *terms, TimestampTz *rate_slot)
+		   int max_jobs, const ClaimTerms *terms, TimestampTz *rate_slot, bool *promoted)
 {
 	int			claimed = 0;
 
 	*rate_slot = 0;
-	PromoteDueJobs(call, queues);
+	*promoted = PromoteDueJobs(call, queues);
 	for (int q = 0; q < queue_count && claimed < max_jobs; q++)
 	{
 		CHECK_FOR_INTERRUPTS();
 		claimed += ClaimFromQueue(call, queue_names[q], max_jobs - claimed, terms, rate_slot);
 	}
+	return claimed;
+}
+
+/*
+ * One round of a waiting claim (ClaimRound between SPI_connect and
+ * SPI_finish), in an internal subtransaction, as a PL/pgSQL exception block
+ * runs its statements, so that a round that found nothing leaves no lock
+ * behind.  Locks on the job tables last until the end of the (sub)transaction
+ * that took them, and a rotation needs the ACCESS EXCLUSIVE lock of its
+ * partition: a waiting call that kept its rounds' locks would keep every
+ * rotation "busy" for its whole wait.  So a round that claimed nothing and
+ * changed nothing is rolled back, which releases its relation and row
+ * locks before the call sleeps (it wrote nothing: nothing is undone); a
+ * round that claimed jobs, or promoted or failed some, is kept: its writes
+ * and its locks pass to the caller's transaction, which ends soon after a
+ * claim.  Locks the caller's transaction took before this call are the
+ * caller's and stay.  An error in the round rolls the subtransaction back
+ * and is raised again.
+ */
+static int
+ClaimRoundReleasingLocks(const JqCall *call, ArrayType *queues, Datum *queue_names, int queue_count,
+						 int max_jobs, const ClaimTerms *terms, TimestampTz *rate_slot)
+{
+	MemoryContext context = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	int			claimed = 0;
+	bool		promoted = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(context);
+	PG_TRY();
+	{
+		SPI_connect();
+		claimed = ClaimRound(call, queues, queue_names, queue_count, max_jobs, terms, rate_slot,
+							 &promoted);
+		SPI_finish();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *error;
+
+		MemoryContextSwitchTo(context);
+		error = CopyErrorData();
+		FlushErrorState();
+		/* also ends the round's SPI connection (AtEOSubXact_SPI) */
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(context);
+		CurrentResourceOwner = owner;
+		ReThrowError(error);
+	}
+	PG_END_TRY();
+	if (claimed > 0 || promoted)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(context);
+	CurrentResourceOwner = owner;
 	return claimed;
 }
 
@@ -803,7 +866,9 @@ ArgWaitUntil(const JqCall *call, int argno)
  * out.  From 1.2, with nothing due, it waits up to "wait" for a job to
  * become due (see waiting.c): each round then runs in its own SPI
  * connection, so what a round allocated is gone before the next, however
- * long the wait.
+ * long the wait, and in its own subtransaction, so that no lock on the job
+ * tables is held while it sleeps (ClaimRoundReleasingLocks).  A call that
+ * does not wait runs its one round as before, without a subtransaction.
  */
 static Datum
 Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
@@ -833,13 +898,24 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 		int			claimed;
 		long		left_ms;
 		TimestampTz rate_slot;
+		uint64		wakeups = 0;
 
 		if (waiting)
-			PrepareToWaitForJobs();
-		SPI_connect();
-		claimed = ClaimRound(&call, queues, queue_names, queue_count, max_jobs, &terms,
-							 &rate_slot);
-		SPI_finish();
+		{
+			/* the round's subtransaction would cancel a sleep prepared now: count instead */
+			wakeups = JobsDueWakeups();
+			claimed = ClaimRoundReleasingLocks(&call, queues, queue_names, queue_count, max_jobs,
+											   &terms, &rate_slot);
+		}
+		else
+		{
+			bool		promoted;
+
+			SPI_connect();
+			claimed = ClaimRound(&call, queues, queue_names, queue_count, max_jobs, &terms,
+								 &rate_slot, &promoted);
+			SPI_finish();
+		}
 		left_ms = (long) ((wait_until - GetCurrentTimestamp()) / 1000);
 		if (claimed > 0 || !waiting || left_ms <= 0)
 			break;
@@ -848,7 +924,12 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 		/* and a rate limit's next slot opens without one */
 		if (rate_slot != 0)
 			left_ms = Min(left_ms, Max((long) ((rate_slot - call.now) / 1000), 1));
-		WaitForJobs(left_ms);
+		/* ready to be woken, then no wake-up since the round began: sleep */
+		PrepareToWaitForJobs();
+		if (JobsDueWakeups() == wakeups)
+			WaitForJobs(left_ms);
+		else
+			CHECK_FOR_INTERRUPTS();
 		call.now = QueueNow();
 	}
 	if (waiting)

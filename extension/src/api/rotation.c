@@ -7,10 +7,25 @@
  *
  * A rotation empties the ring partition pushes are not going to: it moves
  * the partition's few live jobs (ids, tokens, leases and all unchanged) to
- * the other ring partition, or to long if their moment is more than a
- * period away, and then TRUNCATEs it, which leaves no dead rows behind
- * whatever snapshot is held.  It runs from queue_tick() (the background
- * ticker, or workers), never from a claim.
+ * the long partition, where they stay until they are done, and then
+ * TRUNCATEs it, which leaves no dead rows behind whatever snapshot is held.
+ * It runs from queue_tick() (the background ticker, or workers), never from
+ * a claim.
+ *
+ * Work in proportion to jobs pushed and done, never to time or to jobs
+ * waiting (up to 1.5 the live jobs went to the other ring
+ * partition and came back a period later, so an idle backlog was rewritten
+ * twice a period):
+ *   - a partition with no pages (already emptied, nothing pushed since) is
+ *     skipped at once: no lock beyond a look at its size, no write, no
+ *     TRUNCATE ("empty");
+ *   - a live job moves at most once, and only because it alone keeps its
+ *     partition from being emptied: to long, which is never rotated.  A
+ *     paused queue, a backlog without workers, delayed and held-back jobs
+ *     are moved once and then lie still, so an idle queue writes nothing.
+ * Long is vacuumed the ordinary way; what reaches it is the jobs that
+ * outlived their partition by half a period (a backlog, long delays,
+ * paused or held-back jobs, jobs held past that), not the throughput.
  *
  * TRUNCATE needs an ACCESS EXCLUSIVE lock, and every statement on
  * queue_jobs locks every partition.  The rotation asks for it with a short
@@ -50,8 +65,9 @@ PG_FUNCTION_INFO_V1(jobqueue_rotate);
 
 /*
  * A rotation's move, under the partition's ACCESS EXCLUSIVE lock: every
- * job of a ring partition, unchanged, to ring partition $1, or to long
- * when it is not held and due after $2 (a long delay or backoff).
+ * job of a ring partition, unchanged, to partition $1, or to long when it
+ * is not held and due after $2 (a long delay or backoff).  Since 1.5
+ * $1 is long itself (MoveAndTruncate): every job goes there.
  */
 #define RING_MOVE_SQL(columns) \
 	"WITH moved AS (" \
@@ -231,14 +247,14 @@ LockPartitionBriefly(Oid relid)
 }
 
 /*
- * Move every job of ring partition "ring" forward (to "to", or to long when
- * it is not held and due more than a period after the call's now: a held
- * job is usually done within moments, whatever its lease) and truncate it.
- * The lock is held; the moved claimable jobs are noted for claim positions.
+ * Move every job of ring partition "ring" to long, where it stays, and
+ * truncate the partition.  The lock is held; the moved claimable jobs are
+ * noted for claim positions.
  */
 static int64
-MoveAndTruncate(const JqCall *call, int ring, int to)
+MoveAndTruncate(const JqCall *call, int ring)
 {
+	int			to = JQ_RING_LONG;
 	Datum		args[2];
 	uint64		moved;
 	JqCall		move_call = *call;
@@ -315,9 +331,7 @@ RotateRing(const JqCall *call, int ring)
 			busy_until = wall + (int64) jobqueue_ring_period_seconds * USECS_PER_SEC / BUSY_BACKOFF_PARTS;
 		else
 		{
-			int			to = result.ring == current ? (current + 1) % JQ_RING_PARTITIONS : current;
-
-			result.moved = MoveAndTruncate(call, result.ring, to);
+			result.moved = MoveAndTruncate(call, result.ring);
 			result.truncated = true;
 			result.outcome = "truncated";
 		}

@@ -43,6 +43,7 @@ extern void CountJobsOfRows(int column, JobEvent event);
 extern void JobqueueRequestWaiting(void);
 extern void MarkJobsDue(void);
 extern void PrepareToWaitForJobs(void);
+extern uint64 JobsDueWakeups(void);
 extern void WaitForJobs(long timeout_ms);
 extern void DoneWaitingForJobs(void);
 extern pg_atomic_uint64 *SharedDueWritesCounter(void);

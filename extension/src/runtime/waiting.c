@@ -32,6 +32,7 @@ typedef struct JobqueueShared
 {
 	ConditionVariable jobs_due;
 	pg_atomic_uint64 due_writes;	/* see duehint.c */
+	pg_atomic_uint64 wakeups;	/* broadcasts of jobs_due so far */
 } JobqueueShared;
 
 static JobqueueShared *shared = NULL;
@@ -44,6 +45,7 @@ FillShared(void *segment)
 
 	ConditionVariableInit(&fresh->jobs_due);
 	pg_atomic_init_u64(&fresh->due_writes, 0);
+	pg_atomic_init_u64(&fresh->wakeups, 0);
 }
 
 /* After commit the jobs are visible: wake the waiting claims. */
@@ -51,7 +53,11 @@ void
 WaitingAtTransactionEnd(XactEvent event)
 {
 	if (event == XACT_EVENT_COMMIT && jobs_due_at_commit && shared != NULL)
+	{
+		/* counted first: a claim that reads the count after it misses nothing */
+		pg_atomic_fetch_add_u64(&shared->wakeups, 1);
 		ConditionVariableBroadcast(&shared->jobs_due);
+	}
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
 		jobs_due_at_commit = false;
@@ -78,12 +84,31 @@ MarkJobsDue(void)
 	jobs_due_at_commit = true;
 }
 
-/* Get ready to be woken before looking for jobs, so no wake-up is missed. */
+/*
+ * Get ready to be woken: before looking for jobs, or after looking with
+ * JobsDueWakeups read before, so that no wake-up is missed.
+ */
 void
 PrepareToWaitForJobs(void)
 {
 	if (shared != NULL)
 		ConditionVariablePrepareToSleep(&shared->jobs_due);
+}
+
+/*
+ * How many wake-ups of waiting claims there were so far (0 without
+ * preload).  A waiting claim whose rounds run in subtransactions cannot be
+ * prepared to sleep during a round (a subtransaction's abort cancels it):
+ * it reads this before the round and, once prepared after it, sleeps only
+ * if no wake-up came in between.
+ */
+uint64
+JobsDueWakeups(void)
+{
+	if (shared == NULL)
+		return 0;
+	/* a full barrier: the read comes after PrepareToWaitForJobs put us in the list */
+	return pg_atomic_fetch_add_u64(&shared->wakeups, 0);
 }
 
 /* Sleep until a committed transaction makes a job due, or timeout_ms. */

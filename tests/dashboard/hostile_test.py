@@ -32,19 +32,11 @@ import threading
 import time
 from urllib.parse import urlparse
 
-passed = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from checks import Checks  # noqa: E402
 
-
-def check(name, ok, detail=None):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("ok   " + name)
-    else:
-        failed += 1
-        print("FAIL " + name + ("" if detail is None else ": " + repr(detail)))
-    sys.stdout.flush()
+checks = Checks("hostile requests")
+check = checks.check
 
 
 def address(url):
@@ -268,5 +260,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(checks.finish())

@@ -168,7 +168,7 @@ suite_failover() {
             -DCMAKE_BUILD_TYPE=RelWithDebInfo > build/client-cmake.log
     fi
     cmake --build build/client -j 2 --target jobqueue_cli jobqueue_standby_tests > /dev/null
-    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue JQ_PGBIN=$JQ_PGBIN timeout 180 bash tests/failover/run.sh
+    JOBQUEUE_BIN=$PWD/build/client/cli/jobqueue JQ_PGBIN=$JQ_PGBIN timeout 300 bash tests/failover/run.sh
 }
 SUITES+=(failover)
 

@@ -107,6 +107,9 @@ LAG = float(os.environ.get("JQ_FAILOVER_LAG", "1.5"))
 # its standby lagging as in the async run: the sync checks must fail.
 NOSYNC = os.environ.get("JQ_FAILOVER_SELFTEST") == "nosync"
 WORK_QUEUES = ["fo_work", "fo_sched"]
+# Seconds after the promoted server's first window in which a skipped window
+# of a schedule without catch_up still counts as the outage's (see the check).
+STARTUP_SECONDS = 2
 SCHEDULE_PREFIX = "jobqueue:schedule:"
 
 # The audit trail (see the module's comment). The queue's functions run with
@@ -332,10 +335,16 @@ def check_windows(checks, mode, new, old, killed_at, promote_at):
                          f"missing {[m.isoformat() for m in missing]}, {len(caught_up)} caught up")
         else:
             # the outage: from the last window enqueued before the kill to the
-            # first enqueued after it (by the promoted server's ticker)
+            # first enqueued after it (by the promoted server's ticker), and
+            # the promoted server's first STARTUP_SECONDS: its end-of-recovery
+            # checkpoint and the whole backlog's drain compete with the
+            # ticker, whose tick may then come more than a window late (a
+            # 2-core machine skipped one window a second after the first,
+            # at every code version tried)
             before = max((w for w, _, at in rows if at < killed_at), default=None)
             after = min((w for w, _, at in rows if at >= killed_at), default=None)
-            outside = [m for m in missing if before is None or after is None or not before < m < after]
+            settled = after and after + datetime.timedelta(seconds=STARTUP_SECONDS)
+            outside = [m for m in missing if before is None or after is None or not before < m < settled]
             print(f"windows: {name}: {len(missing)} windows skipped, in the outage from"
                   f" {before and before.isoformat()} to {after and after.isoformat()} (catch_up off: the latest only)")
             checks.check(f"windows: {name}: windows are skipped only in the outage", not outside,
@@ -434,7 +443,7 @@ class Run:
         time.sleep(3)
         self.producers.finish()
         drained = wait_for(lambda: new.value("SELECT count(*) FROM queue_jobs WHERE queue IN ('fo_work', 'fo_probe')",
-                                             dbname=DB) == 0, 45, 0.25)
+                                             dbname=DB) == 0, 90, 0.25)
         drained_at = time.time()
         self.probe.finish()
         statuses = [w.stop() for w in self.workers]

@@ -28,7 +28,7 @@
  * reach back that far.  A job locked by something other than a
  * claim when a claim passes it (plain SQL, or a row lock of the
  * application's) is behind the position without a move back: so a
- * position is trusted for at most MAX_AGE (10 s) after a claim that
+ * position is trusted for at most MAX_AGE (30 s) after a claim that
  * searched from the head established it, and the next claim then searches
  * from the head again (with an old snapshot held, that one search walks
  * the dead entries, once per MAX_AGE).  No job waits longer than that for a claim that would

@@ -109,13 +109,23 @@ def main():
               f" relfilenodes {catalog_before[1]} -> {catalog_after[1]}, {ticks['calls']} ticks of the test")
         checks.check("queue_tick() kept running", not ticks["errors"] and ticks["calls"] >= WINDOW // 2,
                      ticks["errors"][:2])
+        # PostgreSQL's background writer logs a snapshot of the running
+        # transactions (rmgr Standby, RUNNING_XACTS) up to 15 s after any WAL
+        # was written, so one may trail the settling period's own writes into
+        # the window; it is the server's, not the extension's, and the only
+        # record allowed. Any other record fails the check.
+        records = []
         if wal_bytes and os.environ.get("JQ_PGDATA") and os.environ.get("JQ_PGBIN"):
-            # what was written, for the failure's detail
             dump = subprocess.run([os.path.join(os.environ["JQ_PGBIN"], "pg_waldump"), "-p",
                                    os.path.join(os.environ["JQ_PGDATA"], "pg_wal"), "-s", lsn_before, "-e", lsn_after],
                                   capture_output=True, text=True)
-            print("\n".join("   " + line[:200] for line in dump.stdout.splitlines()[:15]))
-        checks.check(f"no WAL written in {WINDOW} s of an idle queue", wal_bytes == 0, f"{int(wal_bytes)} bytes")
+            records = [line for line in dump.stdout.splitlines() if line.startswith("rmgr:")]
+            print("\n".join("   " + line[:200] for line in records[:15]))
+        ours = [r for r in records if not (r.startswith("rmgr: Standby") and "RUNNING_XACTS" in r)]
+        if wal_bytes and not records:
+            ours = [f"{int(wal_bytes)} bytes, records not read"]
+        checks.check(f"no WAL written in {WINDOW} s of an idle queue (but the server's running-transactions"
+                     f" snapshot)", not ours, ours[:3])
         checks.check(f"no pg_class row version written in {WINDOW} s",
                      catalog_before[0] == catalog_after[0], (catalog_before[0], catalog_after[0]))
         checks.check(f"no partition got a new relfilenode in {WINDOW} s",

@@ -75,9 +75,9 @@ SELECT queue_extend(:held_id, :held_token, '5 minutes') AS extended;
 SELECT queue_delete(:held_id, :held_token) AS deleted;
 SELECT name FROM queue_reserve('{rq}');
 SELECT queue_cancel(:later_id) AS cancelled_from_long;
--- nothing moves back: ring 1 has nothing live (truncated, moving nothing), ring 0 no pages
--- (nothing to do, no TRUNCATE); the jobs stay in long
-SELECT rotated, moved, truncated, outcome FROM queue_rotate(1);
+-- nothing moves back: ring 1 has nothing live (truncated, moving nothing, or empty when the
+-- clock put no push in it), ring 0 no pages (nothing to do, no TRUNCATE); the jobs stay in long
+SELECT rotated, moved, outcome IN ('truncated', 'empty') AS nothing_kept FROM queue_rotate(1);
 SELECT rotated, moved, truncated, outcome FROM queue_rotate(0);
 SELECT name, tableoid::regclass AS partition FROM queue_jobs WHERE queue = 'rq' ORDER BY name;
 

@@ -35,6 +35,7 @@
 #include "funcapi.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/smgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -143,6 +144,27 @@ JobTableOfPartition(const JqCall *call, Oid relid)
 }
 
 /*
+ * Whether a partition (locked) has pages, without a system call when this
+ * backend already knows it has: the size the storage manager last read or
+ * extended it to.  That size can only be too high, never too low, for a
+ * partition that has lost pages: a TRUNCATE gives it a new file (whose size
+ * is not known yet), and a VACUUM that shortens it makes every backend
+ * forget the size at its next lock (an invalidation).  Too high costs one
+ * search of an empty partition, never a missed job; a size not known, or
+ * known to be 0, is read from the file each time, since another backend may
+ * have extended it since.
+ */
+static bool
+PartitionHasPages(Relation rel)
+{
+	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
+
+	if (known != InvalidBlockNumber && known > 0)
+		return true;
+	return RelationGetNumberOfBlocks(rel) > 0;
+}
+
+/*
  * Where a claim of a 1.3 schema searches: the only partition with pages,
  * or JOBS_ALL when several have some; false when none has any (nothing to
  * claim).  A partition is empty for a while after each rotation, and the
@@ -166,7 +188,7 @@ ClaimSearchTable(const JqCall *call, JobTable *table)
 	{
 		Relation	rel = RelationIdGetRelation(relids[i]);
 
-		if (RelationGetNumberOfBlocks(rel) > 0)
+		if (PartitionHasPages(rel))
 		{
 			with_pages++;
 			*table = order[i];

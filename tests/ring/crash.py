@@ -26,6 +26,15 @@ environment), since it kills its postmaster.
      with their tokens; then everything left is claimed and completed (two
      minutes ahead on the queue's clock, past the leases of claims the kill
      cut, whose tokens nobody knows).
+(c3) A rotation cancelled.  Ring partition 0 holds 6,000 pending, 40
+     delayed and 20 held jobs (ids, tokens and leases noted).  First a
+     rotation in an open transaction is rolled back after it moved and
+     truncated; then rotations under statement_timeouts of 1, 2, 3 ... ms
+     are cancelled (57014) in the middle of their work until one completes.
+     Checked after each cancelled one: every job as before (every column,
+     ring 0 included), the partition's file unchanged; after the one that
+     completes: every job in the long partition with its id, token and
+     lease, the held jobs complete with their tokens.
 Knob: JQ_RING_SELFTEST=unlogged makes queue_jobs_long an unlogged table (a
 rotation whose moves would not survive a crash): the run must fail.
 Last line: "N passed, N failed".
@@ -185,6 +194,66 @@ def committed_rotation(checks, db):
     conn.close()
 
 
+def cancelled_rotation(checks, db):
+    print("== (c3) a rotation rolled back, and rotations cancelled by statement_timeout mid-work")
+    conn = db.connect()
+    cur = conn.cursor()
+    cur.execute("SELECT count(*) FROM (SELECT queue_push('pending', jsonb_build_object('i', i), 'cancel_q')"
+                " FROM generate_series(1, 6000) i) s")
+    cur.execute("SELECT count(*) FROM (SELECT queue_push('delayed', '{}', 'cancel_q', '1 hour')"
+                " FROM generate_series(1, 40) i) s")
+    cur.execute("SELECT count(*) FROM (SELECT queue_push('held', '{}', 'cancel_h') FROM generate_series(1, 20) i) s")
+    cur.execute("SELECT id, token FROM queue_reserve(ARRAY['cancel_h'], '10 minutes', 'cancel-worker', 20)")
+    held = cur.fetchall()
+    cur.execute("UPDATE queue_jobs SET ring = 0 WHERE ring <> 0")
+    before = state(conn)
+    file_before = one(conn, "SELECT pg_relation_filenode('queue_jobs_ring0')")
+
+    def unchanged(label):
+        after = state(conn)
+        checks.check(f"(c3) {label}: every job as before (every column, ring 0), the partition's file too",
+                     after == before and one(conn, "SELECT pg_relation_filenode('queue_jobs_ring0')") == file_before,
+                     f"{len(before[0])} jobs before, {len(after[0])} after")
+
+    rotation = db.connect(autocommit=False)
+    rcur = rotation.cursor()
+    rcur.execute("SELECT moved, outcome FROM queue_rotate(0)")
+    moved, outcome = rcur.fetchone()
+    checks.check("(c3) the open rotation moved the jobs of ring 0 and truncated it",
+                 outcome == "truncated" and moved == len(before[0]), (moved, outcome))
+    rotation.rollback()
+    unchanged("after the open rotation was rolled back")
+
+    cancelled = 0
+    completed = None
+    for timeout_ms in range(1, 400):
+        rcur.execute(f"SET statement_timeout = {timeout_ms}")
+        try:
+            rcur.execute("SELECT moved, outcome FROM queue_rotate(0)")
+            completed = rcur.fetchone()
+            rotation.commit()
+            break
+        except psycopg2.errors.QueryCanceled:
+            rotation.rollback()
+            cancelled += 1
+            if cancelled <= 3 or cancelled % 10 == 0:
+                unchanged(f"after cancelled rotation {cancelled} ({timeout_ms} ms)")
+    print(f"   {cancelled} rotations cancelled before one completed in time: {completed}")
+    checks.check("(c3) some rotations were cancelled, then one completed",
+                 cancelled > 0 and completed is not None and completed[1] == "truncated", (cancelled, completed))
+    moved_rows = rows(conn, f"SELECT {JOB_COLUMNS} FROM queue_jobs_long ORDER BY id")
+    # the same jobs, each with its id, token and lease; only its partition changed
+    same = [r[:-1] for r in moved_rows] == [r[:-1] for r in before[0]]
+    checks.check("(c3) after the rotation that completed, every job is in long with its id, token and lease",
+                 same and all(r[-1] == -1 for r in moved_rows) and one(conn, "SELECT count(*) FROM queue_jobs_ring0") == 0,
+                 f"{len(moved_rows)} in long of {len(before[0])}")
+    done = [one(conn, "SELECT queue_delete(%s, %s)", (job_id, token)) for job_id, token in held]
+    checks.check("(c3) the held jobs complete with their tokens", all(done) and len(done) == 20, done.count(False))
+    one(conn, "TRUNCATE queue_jobs, queue_failed_jobs")
+    rotation.close()
+    conn.close()
+
+
 def main():
     checks = Checks("ring crash")
     for name in ("JQ_PGDATA", "JQ_PGBIN", "JQ_SERVER_LOG", "JQ_CLUSTER_DIR"):
@@ -199,6 +268,7 @@ def main():
             conn.close()
         open_rotation(checks, db)
         committed_rotation(checks, db)
+        cancelled_rotation(checks, db)
     return checks.finish()
 
 

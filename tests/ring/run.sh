@@ -10,8 +10,9 @@
 #                         are 'busy', no call waits more than the lock timeout
 #                         plus a margin
 #   tests/ring/crash.py   (c) kill -9 during an open rotation and right after
-#                         a committed one under load: nothing lost, nothing
-#                         twice, held jobs complete with their tokens
+#                         a committed one under load, rotations rolled back and
+#                         cancelled mid-work: nothing lost, nothing twice,
+#                         held jobs complete with their tokens
 #   tests/ring/due.py     rotations by time (queue_rotate(NULL), queue_tick):
 #                         the partition pushes left, from half a period on
 #   tests/ring/idle.py    (issue 30 a) a paused queue of 5,000 jobs, delayed and

@@ -24,6 +24,14 @@
     margin is generous because this runs on loaded 2-core machines; the
     client-side maximum is printed too).  When the transaction ends, a
     rotation truncates again.
+(c) Nobody waits behind a rotation that asks first.  A transaction holds
+    a lock on ring partition 0 (it read it) while one rotation of ring 0
+    runs with jobqueue.ring_lock_timeout = 1.5 s: it asks for its lock
+    without queueing for 1.5 s, then queued for 1.5 s, then says 'busy'.
+    A claim (which locks every partition) made 0.4 s into the first phase
+    must not wait behind it (under 0.25 s, in the server); one made 0.4 s
+    into the queued phase waits until the rotation gives up (the documented
+    bound: at most the lock timeout).
 Knobs: JQ_RING_SELFTEST=norotate (no rotator in (a): its size check must
 fail), JQ_RING_SELFTEST=lock (the rotator's ring_lock_timeout is 3 s in (b):
 its wait check must fail).  Needs a superuser (PG* environment) and
@@ -151,6 +159,49 @@ def held_lock(checks, db):
                  after.summary())
 
 
+def claim_seconds(conn):
+    """A one-job claim of an empty queue; how long it took in the server."""
+    return one(conn, "SELECT extract(epoch FROM clock_timestamp() - statement_timestamp())"
+                     " FROM (SELECT count(*) FROM queue_reserve('{held_c}')) c")
+
+
+def asks_first(checks, db):
+    print("== (c) a rotation asks for its lock without queueing first: claims do not wait behind it")
+    conn = db.connect()
+    one(conn, "SELECT queue_push('x', '{}', 'held_c_other')")
+    one(conn, "UPDATE queue_jobs SET ring = 0 WHERE queue = 'held_c_other'")
+    holder = db.connect(autocommit=False)
+    holder.cursor().execute("SELECT count(*) FROM queue_jobs_ring0")
+    rotation = db.connect(settings={"jobqueue.ring_lock_timeout": "1500ms"})
+    outcome = {}
+
+    def rotate():
+        outcome["started"] = time.monotonic()
+        outcome["result"] = one(rotation, "SELECT outcome FROM queue_rotate(0)")
+        outcome["ended"] = time.monotonic()
+
+    thread = threading.Thread(target=rotate, daemon=True)
+    thread.start()
+    time.sleep(0.4)
+    first = claim_seconds(conn)
+    time.sleep(max(0.0, outcome["started"] + 1.9 - time.monotonic()))
+    second = claim_seconds(conn)
+    thread.join(timeout=10)
+    holder.rollback()
+    took = outcome.get("ended", 0) - outcome["started"]
+    print(f"   claim while the rotation asks without queueing: {first * 1000:.0f} ms; while it is queued: "
+          f"{second * 1000:.0f} ms; the rotation: {outcome.get('result')} after {took:.2f} s")
+    checks.check("(c) the rotation tried without queueing, then queued, then said 'busy' (about 3 s)",
+                 outcome.get("result") == "busy" and 2.5 <= took <= 6, (outcome.get("result"), took))
+    checks.check(f"(c) a claim while the rotation asks without queueing does not wait behind it "
+                 f"({first * 1000:.0f} ms < 250 ms)", first < 0.25)
+    checks.check(f"(c) a claim while its request is queued waits at most the lock timeout "
+                 f"({second * 1000:.0f} ms <= 1500 ms + {MARGIN_S * 1000:.0f} ms)", second <= 1.5 + MARGIN_S)
+    holder.close()
+    rotation.close()
+    conn.close()
+
+
 def main():
     checks = Checks("ring held")
     with Database(f"jq_ring_held_{os.getpid()}", {"jobqueue.ring_period": 2}) as db:
@@ -161,6 +212,7 @@ def main():
         conn.close()
         held_snapshot(checks, db)
         held_lock(checks, db)
+        asks_first(checks, db)
     return checks.finish()
 
 

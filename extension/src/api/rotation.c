@@ -28,12 +28,17 @@
  * paused or held-back jobs, jobs held past that), not the throughput.
  *
  * TRUNCATE needs an ACCESS EXCLUSIVE lock, and every statement on
- * queue_jobs locks every partition.  The rotation asks for it with a short
- * lock timeout (jobqueue.ring_lock_timeout), so that a claim or a push
- * queued behind the request waits at most that long, and gives up
- * ("busy") while any transaction holds a lock on the partition (one that
- * is still open after reading or writing queue_jobs); the next tick tries
- * again.  Moving and truncating happen under that lock, in one step: no
+ * queue_jobs locks every partition.  A lock request that waits makes
+ * every later request on the partition wait behind it, so the rotation
+ * first asks without waiting, again every millisecond, for up to
+ * jobqueue.ring_lock_timeout: nobody waits behind that, and between the
+ * short transactions of workers the partition is usually free within it.
+ * Only if it never was (a load with no gap between transactions, which
+ * would otherwise keep the partition from ever being emptied) does it queue
+ * its request, with that lock timeout, so that a claim or a push queued
+ * behind it waits at most that long; it gives up ("busy") while any
+ * transaction holds a lock on the partition (one that is still open after
+ * reading or writing queue_jobs); the next tick tries again.  Moving and truncating happen under that lock, in one step: no
  * worker waits on a row the rotation holds, and a statement that queued
  * behind the lock takes its snapshot after the rotation commits (locks are
  * taken before the snapshot), so it finds the moved jobs.  Only a
@@ -49,7 +54,10 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -202,8 +210,32 @@ DumpRunning(void)
 }
 
 /*
- * The partition's ACCESS EXCLUSIVE lock, waiting at most the ring's lock
- * timeout; false if it was not granted in time.  Any other error is raised.
+ * The partition's ACCESS EXCLUSIVE lock without a queued request: asked
+ * for again every millisecond for up to the ring's lock timeout (see the
+ * header).  false if it was never free.
+ */
+static bool
+LockPartitionWithoutQueueing(Oid relid)
+{
+	TimestampTz give_up = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ring_lock_timeout_ms);
+
+	for (;;)
+	{
+		if (ConditionalLockRelationOid(relid, AccessExclusiveLock))
+			return true;
+		if (GetCurrentTimestamp() >= give_up)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 1,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * The partition's ACCESS EXCLUSIVE lock: without queueing first, then
+ * queued, waiting at most the ring's lock timeout; false if it was not
+ * granted in time.  Any other error is raised.
  */
 static bool
 LockPartitionBriefly(Oid relid)
@@ -213,6 +245,8 @@ LockPartitionBriefly(Oid relid)
 	int			nest_level;
 	volatile bool granted = true;
 
+	if (LockPartitionWithoutQueueing(relid))
+		return true;
 	BeginInternalSubTransaction(NULL);
 	nest_level = NewGUCNestLevel();
 	(void) set_config_option("lock_timeout", psprintf("%d", ring_lock_timeout_ms),
@@ -396,8 +430,8 @@ void
 JobqueueDefineRotation(void)
 {
 	DefineCustomIntVariable("jobqueue.ring_lock_timeout",
-							"How long a rotation waits for its lock before trying again later.",
-							"Claims and pushes queued behind the rotation wait at most about this long.",
+							"How long a rotation asks for its lock without queueing, then queued, before trying again later.",
+							"Claims and pushes wait behind the rotation only in the queued part, at most about this long.",
 							&ring_lock_timeout_ms, JQ_DEFAULT_RING_LOCK_TIMEOUT_MS, 1, 10000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }

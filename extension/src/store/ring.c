@@ -155,7 +155,7 @@ JobTableOfPartition(const JqCall *call, Oid relid)
  * have extended it since.
  */
 static bool
-PartitionHasPages(Relation rel)
+PartitionMayHavePages(Relation rel)
 {
 	BlockNumber known = RelationGetSmgr(rel)->smgr_cached_nblocks[MAIN_FORKNUM];
 
@@ -188,7 +188,7 @@ ClaimSearchTable(const JqCall *call, JobTable *table)
 	{
 		Relation	rel = RelationIdGetRelation(relids[i]);
 
-		if (PartitionHasPages(rel))
+		if (PartitionMayHavePages(rel))
 		{
 			with_pages++;
 			*table = order[i];

@@ -16,6 +16,7 @@ DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.2--1.3.sql \
 	extension/scripts/jobqueue--1.3--1.4.sql \
 	extension/scripts/jobqueue--1.4--1.5.sql \
+	extension/scripts/jobqueue--1.5--1.6.sql \
 	extension/router/jobqueue_router.control \
 	extension/router/jobqueue_router--1.0.sql
 
@@ -31,6 +32,7 @@ OBJS = \
 	extension/src/exec/exec.o \
 	extension/src/exec/hotpath.o \
 	extension/src/exec/results.o \
+	extension/src/exec/searchpath.o \
 	extension/src/exec/statements.o \
 	extension/src/store/ring.o \
 	extension/src/store/store.o \
@@ -98,7 +100,7 @@ REGRESS = \
 	upgrade_1_3 \
 	upgrade_1_4 \
 	upgrade_1_5 \
-	upgrade_1_5_overview
+	upgrade_1_5_overview upgrade_1_6
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

@@ -90,22 +90,45 @@ TRUNCATE queue_jobs, queue_failed_jobs;
 CREATE TEMP TABLE runs_as_caller AS
     SELECT unnest(ARRAY['queue_current_ring', 'queue_flow_job_removed', 'queue_flow_failed_removed',
                   'queue_flow_jobs_truncated']) AS proname;
--- every function but queue_grant / queue_revoke is SECURITY DEFINER, and
--- every function pins search_path to pg_catalog, pg_temp; but for
--- queue_current_ring, the default of queue_jobs.ring, which runs no SQL (it
--- reads the clock) and is called for every inserted row, and the
+-- every function but queue_grant / queue_revoke is SECURITY DEFINER (but
+-- for queue_current_ring, the default of queue_jobs.ring, which runs no SQL
+-- (it reads the clock) and is called for every inserted row, and the
 -- flow-control trigger functions (1.5), which fire inside the other
--- functions for every deleted row: they run as their caller, without the
--- cost of a per-call setting
+-- functions for every deleted row: they run as their caller); from 1.6 no
+-- function has a SET search_path of its own (up to 1.5 each pinned it to
+-- pg_catalog, pg_temp): the library parses and runs every statement under
+-- pg_catalog alone (exec/searchpath.c; tests/search_path proves it)
 SELECT bool_and(p.prosecdef) FILTER (WHERE p.proname NOT IN ('queue_grant', 'queue_revoke')
                                        AND p.proname NOT IN (SELECT * FROM pg_temp.runs_as_caller)) AS definer,
-       bool_and(coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false))
-           FILTER (WHERE p.proname NOT IN (SELECT * FROM pg_temp.runs_as_caller)) AS pinned_search_path
+       bool_and(p.proconfig IS NULL) AS no_setting_of_their_own
 FROM pg_depend d
 JOIN pg_proc p ON p.oid = d.objid
 WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
   AND d.refclassid = 'pg_extension'::regclass
   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'jobqueue');
+
+-- the caller's search_path is the caller's again after each call, in the
+-- same transaction, and an error inside a call leaves nothing behind
+-- either (no "leaked override search path" warning at COMMIT)
+CREATE SCHEMA regress_jq_callers;
+CREATE TABLE regress_jq_callers.mine (x int);
+-- a statement of the extension's that fails: a trigger of the user's refuses a push
+CREATE FUNCTION regress_jq_callers.refuse() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN IF NEW.name = 'boom' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END$$;
+CREATE TRIGGER regress_jq_refuse BEFORE INSERT ON queue_jobs_long
+    FOR EACH ROW EXECUTE FUNCTION regress_jq_callers.refuse();
+BEGIN;
+SET LOCAL search_path = regress_jq_callers, public;
+SELECT queue_push('path', queue => 'path_q') IS NOT NULL AS pushed;
+SELECT queue_delete(id, token) AS deleted FROM queue_reserve('{path_q}');
+SELECT pg_temp.try($$SELECT queue_push('boom', unique_key => 'boom')$$) AS failed_in_a_statement;
+SAVEPOINT s;
+SELECT queue_push('boom', unique_key => 'boom');
+ROLLBACK TO s;
+SELECT current_schemas(false) AS callers_path, count(*) AS callers_table_found FROM mine;
+COMMIT;
+DROP TRIGGER regress_jq_refuse ON queue_jobs_long;
+DROP SCHEMA regress_jq_callers CASCADE;
 
 --------------------------------------------------------------------------
 -- producer: push, pending, stats, failed count

@@ -27,8 +27,9 @@
 # a clean search_path: its results are those of the extension's own tables
 # (no sentinel row or evil token shows up), the extension's tables hold what
 # the calls wrote, the evil tables are unchanged and evil.calls is empty.
-# Also checked once: every function of the extension has
-# search_path=pg_catalog, pg_temp in proconfig, and all but queue_grant /
+# Also checked once: no function of the extension has a setting of its own
+# (1.6: the library parses and runs each statement under pg_catalog alone;
+# up to 1.5 each had search_path=pg_catalog, pg_temp), and all but queue_grant /
 # queue_revoke are SECURITY DEFINER (but for queue_current_ring, the
 # default of queue_jobs.ring, which runs no SQL; 1.3; and the flow-control
 # trigger functions, which fire inside the others: 1.5).  From 1.3 a rotation
@@ -198,9 +199,9 @@ SQL
 check "the trap works: evil operators and functions are taken and log when called" \
     "$([[ $(tail -n 1 <<< "$out") == t ]] && echo t || echo f)" "$out"
 
-check "every function has search_path=pg_catalog, pg_temp; all but grant/revoke are SECURITY DEFINER" "$(q -d "$DB" -c "
-    SELECT bool_and(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp']
-                    AND (p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke')))
+check "no function has a setting of its own (1.6: the library pins each statement's path); all but grant/revoke are SECURITY DEFINER" "$(q -d "$DB" -c "
+    SELECT bool_and(p.proconfig IS NULL)
+           AND bool_and(p.prosecdef OR p.proname IN ('queue_grant', 'queue_revoke'))
                FILTER (WHERE p.proname NOT IN ('queue_current_ring', 'queue_flow_job_removed',
                                                'queue_flow_failed_removed', 'queue_flow_jobs_truncated'))
            AND count(*) >= 20

@@ -170,7 +170,7 @@ ApplyTier(const JqCall *call, const char *role, QueueTier tier, bool grant)
 		char	   *sql = psprintf("GRANT USAGE ON SCHEMA %s TO %s",
 								   call->quoted_schema, quoted_role);
 
-		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		if (SpiExecuteSafely(sql, false) != SPI_OK_UTILITY)
 			elog(ERROR, "jobqueue: \"%s\" failed", sql);
 	}
 
@@ -192,7 +192,7 @@ ApplyTier(const JqCall *call, const char *role, QueueTier tier, bool grant)
 		sql = psprintf(grant ? "GRANT EXECUTE ON FUNCTION %s TO %s"
 					   : "REVOKE EXECUTE ON FUNCTION %s FROM %s",
 					   signature, quoted_role);
-		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		if (SpiExecuteSafely(sql, false) != SPI_OK_UTILITY)
 			elog(ERROR, "jobqueue: \"%s\" failed", sql);
 		pfree(sql);
 	}

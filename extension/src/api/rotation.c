@@ -200,11 +200,11 @@ OtherRotationRunning(void)
 static bool
 DumpRunning(void)
 {
-	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_stat_activity"
-					" WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
-					"   AND application_name OPERATOR(pg_catalog.=) 'pg_dump'"
-					"   AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
-					true, 1) != SPI_OK_SELECT)
+	if (SpiExecuteSafely("SELECT 1 FROM pg_catalog.pg_stat_activity"
+						 " WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()"
+						 "   AND application_name OPERATOR(pg_catalog.=) 'pg_dump'"
+						 "   AND pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()",
+						 true) != SPI_OK_SELECT)
 		elog(ERROR, "jobqueue: could not look for a running pg_dump");
 	return SPI_processed > 0;
 }
@@ -313,8 +313,8 @@ MoveAndTruncate(const JqCall *call, int ring)
 		NoteJobCanRun(SpiTextCopy(row, MOVED_QUEUE), &position, true, JOB_EVENT_KINDS,
 					  JOB_WAKE_NOBODY, NULL);
 	}
-	if (SPI_execute(psprintf("TRUNCATE %s.queue_jobs_ring%d", call->quoted_schema, ring),
-					false, 0) != SPI_OK_UTILITY)
+	if (SpiExecuteSafely(psprintf("TRUNCATE %s.queue_jobs_ring%d", call->quoted_schema, ring),
+						 false) != SPI_OK_UTILITY)
 		elog(ERROR, "jobqueue: TRUNCATE of ring partition %d failed", ring);
 	return (int64) moved;
 }

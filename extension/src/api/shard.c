@@ -53,7 +53,7 @@ ShardLastId(int32 shard)
 static uint64
 RunShardStatement(const char *sql, int nargs, Oid *types, Datum *values, int expected)
 {
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+	int			rc = SpiExecuteSafelyWithArgs(sql, nargs, types, values, false);
 
 	if (rc != expected)
 		elog(ERROR, "jobqueue: \"%s\" failed: %s", sql, SPI_result_code_string(rc));

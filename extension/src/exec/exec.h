@@ -128,6 +128,13 @@ extern void RememberPlanRule(SPIPlanPtr plan, PlanRule rule);
 extern void ForgetPlanRule(SPIPlanPtr plan);
 extern void JobqueueInstallPlannerHook(void);
 
+/* searchpath.c: statements parse and run with pg_catalog alone on the path */
+extern void PushExtensionSearchPath(void);
+extern void PopExtensionSearchPath(void);
+extern int	SpiExecuteSafelyWithArgs(const char *sql, int nargs, Oid *argtypes, Datum *values,
+									 bool read_only);
+extern int	SpiExecuteSafely(const char *sql, bool read_only);
+
 /* exec.c */
 extern void JqExecInit(void);
 

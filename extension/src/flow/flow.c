@@ -649,43 +649,43 @@ jobqueue_flow_failed_removed(PG_FUNCTION_ARGS)
 		elog(ERROR, "jobqueue: could not read the removed failed rows");
 	/* the transition table cannot be in a kept plan: these run as text */
 	/* a statement trigger fires for a statement that deleted nothing, too */
-	SPI_execute(psprintf("SELECT 1 WHERE EXISTS (SELECT 1 FROM removed)"
-						 " AND EXISTS (SELECT 1 FROM %s.queue_job_parents)", s), true, 0);
+	SpiExecuteSafely(psprintf("SELECT 1 WHERE EXISTS (SELECT 1 FROM removed)"
+						      " AND EXISTS (SELECT 1 FROM %s.queue_job_parents)", s), true);
 	if (SPI_processed == 0)
 	{
 		SPI_finish();
 		return PointerGetDatum(NULL);
 	}
-	SPI_execute(psprintf("UPDATE %s.queue_jobs j SET has_children = true FROM removed r"
-						 " WHERE j.id = r.id AND NOT j.has_children"
-						 "  AND EXISTS (SELECT 1 FROM %s.queue_job_parents d WHERE d.parent = r.id)",
-						 s, s), false, 0);
-	SPI_execute(psprintf("DELETE FROM %s.queue_job_parents d USING removed r"
-						 " WHERE d.child = r.id AND EXISTS (SELECT 1 FROM %s.queue_jobs j"
-						 "  WHERE j.id = r.id AND j.flow IS DISTINCT FROM 'parents')",
-						 s, s), false, 0);
-	SPI_execute(psprintf("DELETE FROM %s.queue_job_parents d USING removed r"
-						 " WHERE (d.parent = r.id OR d.child = r.id)"
-						 "  AND NOT EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = r.id)",
-						 s, s), false, 0);
-	SPI_execute_with_args(psprintf("WITH revived AS ("
-						 "  DELETE FROM %s.queue_failed_jobs f WHERE f.id IN ("
-						 "   SELECT d.child FROM %s.queue_job_parents d JOIN removed r ON d.parent = r.id"
-						 "   WHERE NOT d.run_anyway"
-						 "    AND EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = r.id))"
-						 "  RETURNING f.*"
-						 ")"
-						 " INSERT INTO %s.queue_jobs (id, queue, name, payload, attempts, max_attempts,"
-						 "  priority, available_at, ready, last_error, created_at, concurrency_key,"
-						 "  flow, parked_run_at, waiting_parents, has_children)"
-						 " SELECT v.id, v.queue, v.name, v.payload, 0, v.max_attempts, v.priority,"
-						 "  'infinity', false, '', v.created_at, v.concurrency_key, 'parents', $1,"
-						 "  (SELECT pg_catalog.count(*) FROM %s.queue_job_parents d WHERE d.child = v.id),"
-						 "  EXISTS (SELECT 1 FROM %s.queue_job_parents d WHERE d.parent = v.id)"
-						 " FROM revived v RETURNING queue",
-						 s, s, s, s, s, s),
-						  1, (Oid[]) {TIMESTAMPTZOID},
-						  (Datum[]) {TimestampTzGetDatum(call.now)}, NULL, false, 0);
+	SpiExecuteSafely(psprintf("UPDATE %s.queue_jobs j SET has_children = true FROM removed r"
+						      " WHERE j.id = r.id AND NOT j.has_children"
+						      "  AND EXISTS (SELECT 1 FROM %s.queue_job_parents d WHERE d.parent = r.id)",
+						      s, s), false);
+	SpiExecuteSafely(psprintf("DELETE FROM %s.queue_job_parents d USING removed r"
+						      " WHERE d.child = r.id AND EXISTS (SELECT 1 FROM %s.queue_jobs j"
+						      "  WHERE j.id = r.id AND j.flow IS DISTINCT FROM 'parents')",
+						      s, s), false);
+	SpiExecuteSafely(psprintf("DELETE FROM %s.queue_job_parents d USING removed r"
+						      " WHERE (d.parent = r.id OR d.child = r.id)"
+						      "  AND NOT EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = r.id)",
+						      s, s), false);
+	SpiExecuteSafelyWithArgs(psprintf("WITH revived AS ("
+						              "  DELETE FROM %s.queue_failed_jobs f WHERE f.id IN ("
+						              "   SELECT d.child FROM %s.queue_job_parents d JOIN removed r ON d.parent = r.id"
+						              "   WHERE NOT d.run_anyway"
+						              "    AND EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = r.id))"
+						              "  RETURNING f.*"
+						              ")"
+						              " INSERT INTO %s.queue_jobs (id, queue, name, payload, attempts, max_attempts,"
+						              "  priority, available_at, ready, last_error, created_at, concurrency_key,"
+						              "  flow, parked_run_at, waiting_parents, has_children)"
+						              " SELECT v.id, v.queue, v.name, v.payload, 0, v.max_attempts, v.priority,"
+						              "  'infinity', false, '', v.created_at, v.concurrency_key, 'parents', $1,"
+						              "  (SELECT pg_catalog.count(*) FROM %s.queue_job_parents d WHERE d.child = v.id),"
+						              "  EXISTS (SELECT 1 FROM %s.queue_job_parents d WHERE d.parent = v.id)"
+						              " FROM revived v RETURNING queue",
+						              s, s, s, s, s, s),
+							 1, (Oid[]) {TIMESTAMPTZOID},
+							 (Datum[]) {TimestampTzGetDatum(call.now)}, false);
 	CountJobsOfRows(1, JOB_RETRIED);
 	SPI_finish();
 	return PointerGetDatum(NULL);
@@ -713,14 +713,14 @@ jobqueue_flow_jobs_truncated(PG_FUNCTION_ARGS)
 	s = call.quoted_schema;
 	SPI_connect();
 	if (strcmp(RelationGetRelationName(trigger->tg_relation), "queue_jobs") == 0)
-		SPI_execute(psprintf("DELETE FROM %s.queue_key_slots", s), false, 0);
-	SPI_execute(psprintf("DELETE FROM %s.queue_job_parents d"
-						 " WHERE NOT (EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = d.child)"
-						 "            OR EXISTS (SELECT 1 FROM %s.queue_failed_jobs f WHERE f.id = d.child))"
-						 "    OR NOT (EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = d.parent)"
-						 "            OR EXISTS (SELECT 1 FROM %s.queue_failed_jobs f WHERE f.id = d.parent))",
-						 s, s, s, s, s),
-				false, 0);
+		SpiExecuteSafely(psprintf("DELETE FROM %s.queue_key_slots", s), false);
+	SpiExecuteSafely(psprintf("DELETE FROM %s.queue_job_parents d"
+						      " WHERE NOT (EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = d.child)"
+						      "            OR EXISTS (SELECT 1 FROM %s.queue_failed_jobs f WHERE f.id = d.child))"
+						      "    OR NOT (EXISTS (SELECT 1 FROM %s.queue_jobs j WHERE j.id = d.parent)"
+						      "            OR EXISTS (SELECT 1 FROM %s.queue_failed_jobs f WHERE f.id = d.parent))",
+						      s, s, s, s, s),
+					 false);
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }

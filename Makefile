@@ -34,6 +34,7 @@ OBJS = \
 	extension/src/exec/results.o \
 	extension/src/exec/searchpath.o \
 	extension/src/exec/statements.o \
+	extension/src/store/direct.o \
 	extension/src/store/ring.o \
 	extension/src/store/store.o \
 	extension/src/runtime/claimpos.o \

@@ -281,6 +281,44 @@ SELECT octet_length(error) <= 60000 AS within_limit,
        pg_temp.valid_utf8(error) AS valid_utf8
   FROM queue_failed_jobs WHERE id = :xl;
 
--- clean up
 RESET jobqueue.clock_offset;
+TRUNCATE queue_jobs, queue_failed_jobs;
+
+--------------------------------------------------------------------------
+-- a completion deletes without the executor (1.6, store/direct.c) but
+-- keeps what the DELETE statement does: a trigger of the user's on
+-- queue_jobs fires for the deleted row; a job claimed and completed in one
+-- transaction; a completion that deleted is not repeated; a job claimed
+-- twice in one transaction keeps only the newest token
+--------------------------------------------------------------------------
+CREATE TABLE pg_temp.deleted_log (id bigint, queue text);
+CREATE FUNCTION pg_temp.log_delete() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO pg_temp.deleted_log VALUES (OLD.id, OLD.queue); RETURN OLD; END$$;
+CREATE TRIGGER regress_jq_log_delete AFTER DELETE ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.log_delete();
+SELECT queue_push('logged', queue => 'dq') AS dq_id \gset
+SELECT id AS dq_claimed, token AS dq_tok FROM queue_reserve('{dq}') \gset
+SELECT queue_delete(:dq_claimed, :dq_tok) AS deleted;
+SELECT id = :dq_id AS logged_the_job, queue FROM pg_temp.deleted_log;
+DROP TRIGGER regress_jq_log_delete ON queue_jobs;
+
+BEGIN;
+SELECT queue_push('same transaction', queue => 'dq') AS dq2_id \gset
+SELECT id AS dq2_claimed, token AS dq2_tok FROM queue_reserve('{dq}') \gset
+SELECT queue_delete(:dq2_claimed, :dq2_tok) AS deleted_in_the_same_transaction;
+SELECT queue_delete(:dq2_claimed, :dq2_tok) AS deleted_twice;
+SELECT count(*) AS left_in_transaction FROM queue_jobs WHERE id = :dq2_id;
+COMMIT;
+
+SELECT queue_push('claimed twice', queue => 'dq') AS dq3_id \gset
+BEGIN;
+SELECT id AS dq3_first, token AS dq3_tok1 FROM queue_reserve('{dq}', lease => '1 second') \gset
+SET LOCAL jobqueue.clock_offset = '1 minute';
+SELECT id AS dq3_second, token AS dq3_tok2 FROM queue_reserve('{dq}') \gset
+SELECT queue_delete(:dq3_first, :dq3_tok1) AS old_token_deletes,
+       queue_delete(:dq3_second, :dq3_tok2) AS new_token_deletes;
+COMMIT;
+SELECT count(*) AS left FROM queue_jobs WHERE queue = 'dq';
+
+-- clean up
 TRUNCATE queue_jobs, queue_failed_jobs;

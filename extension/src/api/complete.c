@@ -161,8 +161,20 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	bool		deleted;
 	JobTable	found;
 
+	text	   *queue;
+
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
+	switch (DeleteJobDirectly(&call, id, token, &queue))
+	{
+		case DIRECT_DONE:
+			CountJobs(queue, JOB_COMPLETED, 1);
+			PG_RETURN_BOOL(true);
+		case DIRECT_NOT_FOUND:
+			PG_RETURN_BOOL(false);
+		case DIRECT_USE_STATEMENT:
+			break;
+	}
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 

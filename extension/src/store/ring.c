@@ -214,7 +214,14 @@ NoteJobFoundIn(JobTable table)
 int
 JobTablesToSearch(const JqCall *call, JobTable tables[3])
 {
-	if (LockJobPartitions(call, tables, NULL))
+	return JobPartitionsToSearch(call, tables, NULL);
+}
+
+/* JobTablesToSearch, with the partitions' relation ids in relids when given. */
+int
+JobPartitionsToSearch(const JqCall *call, JobTable tables[3], Oid relids[3])
+{
+	if (LockJobPartitions(call, tables, relids))
 		return 3;
 	tables[0] = JOBS_ALL;
 	return 1;

@@ -116,6 +116,7 @@ extern int	RingAt(TimestampTz time);
 extern JobTable RingJobTable(int ring);
 extern JobTable PushTable(const JqCall *call, Datum *ring);
 extern int	JobTablesToSearch(const JqCall *call, JobTable tables[3]);
+extern int	JobPartitionsToSearch(const JqCall *call, JobTable tables[3], Oid relids[3]);
 extern void NoteJobFoundIn(JobTable table);
 extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
@@ -126,5 +127,14 @@ extern uint64 RunAloneFindingJob(const JqCall *call, JqStatement *statement, Dat
 
 /* store.c */
 extern void JqStoreInit(void);
+
+/* store/direct.c: a completion without the executor */
+typedef enum DirectOutcome
+{
+	DIRECT_DONE,				/* deleted */
+	DIRECT_NOT_FOUND,			/* no row of the job holds the token */
+	DIRECT_USE_STATEMENT		/* nothing changed: run the statement */
+} DirectOutcome;
+extern DirectOutcome DeleteJobDirectly(const JqCall *call, int64 id, int64 token, text **queue);
 
 #endif							/* JOBQUEUE_STORE_H */

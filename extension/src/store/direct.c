@@ -1,0 +1,217 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct.c
+ *	  A completion (queue_delete) without the executor.
+ *
+ * queue_delete is half of every job's life (a claim, then a completion),
+ * and as a statement (DELETE ... WHERE id = $1 AND token = $2) most of its
+ * cost is not the delete: the executor's start and end, the plan's checks,
+ * the portal and the trigger queue of every statement cost more than the
+ * one index probe and the one heap delete it makes (docs/performance.md,
+ * "Where a call's time goes").  Here the same work is done with the access
+ * methods PostgreSQL's own catalog code uses: a look-up of the id in each
+ * partition's primary key, under a snapshot taken as a statement's would
+ * be, the row locked (following a concurrent update to its newest
+ * version, as the statement's re-check does), its token checked on the
+ * locked version, and the row deleted (WAL, statistics, serializable
+ * conflicts and the visibility map as heap_delete does them).
+ *
+ * What the statement does besides, and when the direct way steps aside
+ * (DIRECT_USE_STATEMENT, the caller runs the statement):
+ *   - row triggers: a partition's only trigger is the extension's own
+ *     AFTER DELETE (flow/flow.c), which does nothing for a job without a
+ *     concurrency key and without children.  A job with either, or a
+ *     partition with any other trigger (one of the user's), takes the
+ *     statement, which fires them;
+ *   - a publication that publishes deletes needs the table's replica
+ *     identity: checked as the executor checks it (an error, as there);
+ *   - a row that a concurrent update moved to another partition (which the
+ *     statement reports as an error) takes the statement too.
+ * The locks are the statement's: ACCESS SHARE on every partition (ring.c),
+ * ROW EXCLUSIVE on the one the row is deleted from, the row's own lock.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+/* The one trigger a job partition may have for the direct way. */
+#define EXTENSION_DELETE_TRIGGER "queue_flow_job_removed"
+
+/* Whether the partition's triggers are only the extension's AFTER DELETE one. */
+static bool
+OnlyExtensionTrigger(Relation rel, const JqCall *call)
+{
+	TriggerDesc *triggers = rel->trigdesc;
+
+	if (triggers == NULL)
+		return true;
+	if (triggers->numtriggers != 1)
+		return false;
+	return strcmp(triggers->triggers[0].tgname, EXTENSION_DELETE_TRIGGER) == 0 &&
+		get_func_namespace(triggers->triggers[0].tgfoid) == call->schema;
+}
+
+/* A column of the row in slot, by name (the partition's own numbering). */
+static Datum
+SlotColumn(TupleTableSlot *slot, const char *name, bool *isnull)
+{
+	int			attnum = SPI_fnumber(slot->tts_tupleDescriptor, name);
+
+	if (attnum <= 0)
+		elog(ERROR, "jobqueue: job table has no column \"%s\"", name);
+	return slot_getattr(slot, attnum, isnull);
+}
+
+/* Whether the row in slot holds the claim with this token. */
+static bool
+HoldsToken(TupleTableSlot *slot, int64 token)
+{
+	bool		isnull;
+	Datum		value = SlotColumn(slot, "token", &isnull);
+
+	return !isnull && DatumGetInt64(value) == token;
+}
+
+/* Whether the flow trigger has work for this row (flow/flow.c's early return). */
+static bool
+UsesFlowControl(TupleTableSlot *slot)
+{
+	bool		no_key;
+	bool		isnull;
+	Datum		has_children;
+
+	if (SPI_fnumber(slot->tts_tupleDescriptor, "concurrency_key") <= 0)
+		return false;			/* a schema before 1.5 */
+	(void) SlotColumn(slot, "concurrency_key", &no_key);
+	has_children = SlotColumn(slot, "has_children", &isnull);
+	return !no_key || (!isnull && DatumGetBool(has_children));
+}
+
+/*
+ * Find the row of job id in rel by its primary key under snapshot, lock its
+ * newest version and delete it if it holds token.  *queue gets its queue
+ * when deleted.
+ */
+static DirectOutcome
+DeleteFromPartition(const JqCall *call, Relation rel, int64 id, int64 token, Snapshot snapshot,
+					text **queue)
+{
+	Oid			primary_key = RelationGetPrimaryKeyIndex(rel);
+	Relation	index;
+	IndexScanDesc scan;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	DirectOutcome outcome = DIRECT_NOT_FOUND;
+	ItemPointerData tid;
+	TM_FailureData failure;
+	TM_Result	result;
+	bool		found;
+	bool		isnull;
+	/* as the executor locks rows: following updates only under read committed */
+	uint8		lock_flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
+
+	if (!OidIsValid(primary_key))
+		return DIRECT_USE_STATEMENT;
+	index = index_open(primary_key, AccessShareLock);
+	slot = table_slot_create(rel, NULL);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
+	scan = index_beginscan(rel, index, snapshot, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	index_close(index, AccessShareLock);
+	if (!found || !HoldsToken(slot, token))
+		goto done;
+
+	/* lock the newest version, waiting for a transaction that changes it */
+	tid = slot->tts_tid;
+	result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
+							  LockTupleExclusive, LockWaitBlock, lock_flags, &failure);
+	if ((result == TM_Updated || result == TM_Deleted) && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent update")));
+	if (result == TM_Deleted)
+		goto done;				/* finished by someone else meanwhile */
+	if (result != TM_Ok)
+	{
+		outcome = DIRECT_USE_STATEMENT; /* moved to another partition, or ours */
+		goto done;
+	}
+	if (!HoldsToken(slot, token))
+		goto done;				/* claimed again meanwhile: another token */
+	if (UsesFlowControl(slot))
+	{
+		outcome = DIRECT_USE_STATEMENT;
+		goto done;
+	}
+	*queue = DatumGetTextPCopy(SlotColumn(slot, "queue", &isnull));
+	CheckCmdReplicaIdentity(rel, CMD_DELETE);
+	tid = slot->tts_tid;
+	result = table_tuple_delete(rel, &tid, GetCurrentCommandId(true), snapshot, InvalidSnapshot,
+								true, &failure, false);
+	if (result != TM_Ok)
+		elog(ERROR, "jobqueue: could not delete job " INT64_FORMAT " after locking it (%d)",
+			 id, (int) result);
+	outcome = DIRECT_DONE;
+done:
+	ExecDropSingleTupleTableSlot(slot);
+	return outcome;
+}
+
+/*
+ * queue_delete(id, token) without the executor: DIRECT_DONE (deleted; its
+ * queue in *queue), DIRECT_NOT_FOUND (no row of the job holds that token:
+ * the statement would have deleted nothing), or DIRECT_USE_STATEMENT (see
+ * the header: nothing was changed, the caller runs the statement).  Looks
+ * in the partitions in the order of ring.c; a schema before 1.3 (one
+ * table) takes the statement.
+ */
+DirectOutcome
+DeleteJobDirectly(const JqCall *call, int64 id, int64 token, text **queue)
+{
+	JobTable	tables[3];
+	Oid			relids[3];
+	DirectOutcome outcome = DIRECT_NOT_FOUND;
+	Snapshot	snapshot;
+
+	if (JobPartitionsToSearch(call, tables, relids) != 3)
+		return DIRECT_USE_STATEMENT;
+	/* as a statement: see this transaction's earlier work, with a fresh snapshot */
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	PushActiveSnapshot(snapshot);
+	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
+	{
+		Relation	rel = table_open(relids[i], RowExclusiveLock);
+
+		if (!OnlyExtensionTrigger(rel, call))
+			outcome = DIRECT_USE_STATEMENT;
+		else
+		{
+			outcome = DeleteFromPartition(call, rel, id, token, snapshot, queue);
+			if (outcome == DIRECT_DONE)
+				NoteJobFoundIn(tables[i]);
+		}
+		table_close(rel, NoLock);
+	}
+	PopActiveSnapshot();
+	UnregisterSnapshot(snapshot);
+	/* what follows in the transaction sees the delete */
+	CommandCounterIncrement();
+	return outcome;
+}

@@ -34,7 +34,8 @@ OBJS = \
 	extension/src/exec/results.o \
 	extension/src/exec/searchpath.o \
 	extension/src/exec/statements.o \
-	extension/src/store/direct.o \
+	extension/src/store/direct_delete.o \
+	extension/src/store/direct_insert.o \
 	extension/src/store/ring.o \
 	extension/src/store/store.o \
 	extension/src/runtime/claimpos.o \

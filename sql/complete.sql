@@ -285,7 +285,7 @@ RESET jobqueue.clock_offset;
 TRUNCATE queue_jobs, queue_failed_jobs;
 
 --------------------------------------------------------------------------
--- a completion deletes without the executor (1.6, store/direct.c) but
+-- a completion deletes without the executor (1.6, store/direct_delete.c) but
 -- keeps what the DELETE statement does: a trigger of the user's on
 -- queue_jobs fires for the deleted row; a job claimed and completed in one
 -- transaction; a completion that deleted is not repeated; a job claimed

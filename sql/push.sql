@@ -140,6 +140,42 @@ SELECT queue_push('t2', queue => 'same_tx_q', unique_key => 'key-same-tx') = :st
 COMMIT;
 SELECT count(*) AS rows_in_same_tx_q FROM queue_jobs WHERE queue = 'same_tx_q';
 
+--------------------------------------------------------------------------
+-- a plain push inserts without a plan (1.6, store/direct_insert.c) and
+-- keeps what the INSERT statement does: the row's every column as the
+-- statement writes it (defaults included, also a default changed after the
+-- partition was first written); a trigger of the user's on INSERT fires
+-- (the push then takes the statement); the id sequence, the partition the
+-- clock says, a rolled-back push leaving nothing
+--------------------------------------------------------------------------
+TRUNCATE queue_jobs;
+SELECT queue_push('plain', '{"a": 1}', 'dp', priority => 3, max_attempts => 4,
+                  deadline => now() + interval '1 day') AS dp1 \gset
+SELECT name, payload, priority, max_attempts, attempts, ready, token IS NULL AS no_token,
+       reserved_until IS NULL AS no_lease, last_error IS NULL AS no_error, deadline IS NOT NULL AS has_deadline,
+       unique_key IS NULL AS no_key, flow IS NULL AS no_flow, waiting_parents, has_children,
+       ring = queue_current_ring() AS current_ring, tableoid::regclass::text LIKE 'queue_jobs_ring_' AS in_a_ring
+FROM queue_jobs WHERE id = :dp1;
+ALTER TABLE queue_jobs ALTER COLUMN last_error SET DEFAULT 'no error yet';
+SELECT queue_push('after a new default', queue => 'dp') AS dp2 \gset
+SELECT last_error FROM queue_jobs WHERE id = :dp2;
+ALTER TABLE queue_jobs ALTER COLUMN last_error DROP DEFAULT;
+SELECT queue_push('default dropped', queue => 'dp') AS dp3 \gset
+SELECT last_error IS NULL AS no_error FROM queue_jobs WHERE id = :dp3;
+SELECT :dp2 = :dp1 + 1 AND :dp3 = :dp2 + 1 AS ids_from_the_sequence;
+BEGIN;
+SELECT queue_push('rolled back', queue => 'dp') IS NOT NULL AS pushed;
+ROLLBACK;
+SELECT count(*) AS rolled_back_rows FROM queue_jobs WHERE name = 'rolled back';
+CREATE FUNCTION pg_temp.mark_push() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN NEW.payload := NEW.payload || '{"marked": true}'; RETURN NEW; END$$;
+CREATE TRIGGER regress_jq_mark_push BEFORE INSERT ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.mark_push();
+SELECT queue_push('with trigger', '{"b": 2}', 'dp') AS dp4 \gset
+SELECT payload FROM queue_jobs WHERE id = :dp4;
+DROP TRIGGER regress_jq_mark_push ON queue_jobs;
+SELECT name FROM queue_reserve('{dp}', max_jobs => 10) ORDER BY id;
+
 -- clean up
 RESET jobqueue.clock_offset;
 TRUNCATE queue_jobs, queue_failed_jobs;

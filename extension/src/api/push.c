@@ -238,6 +238,26 @@ enum
 	PUSHED_ID = 1, PUSHED_WANTS_WAKEUPS
 };
 
+/* What follows a job's insert: it may run now, or it waits for a slot of its key. */
+static void
+NotePushed(const JqCall *call, const JobSpec *job, int64 id)
+{
+	ClaimPosition position = {job->priority, job->available_at, id};
+
+	/* a job with a concurrency key came in held back: a slot, or a wait */
+	if (job->concurrency_key != NULL)
+	{
+		CountJobs(job->queue, JOB_PUSHED, 1);
+		(void) AdmitToFreeSlot(call, id, job->queue, job->concurrency_key);
+	}
+	else if (JqCallSince(call, JQ_API_1_1))
+		/* the caller wakes its queue (the push) or its list (a batch, a tick) */
+		NoteJobCanRun(job->queue, &position, job->available_at <= call->now, JOB_PUSHED,
+					  JOB_WAKE_NOBODY, NULL);
+	else
+		CountJobs(job->queue, JOB_PUSHED, 1);	/* 1.0: no claim positions */
+}
+
 /*
  * Insert one job, at the call's "now"; returns its id, or the id of the job
  * holding its unique key (then *inserted is false).  Since 1.1 the job's
@@ -252,6 +272,7 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	JobTable	table;
 	TimestampTz now = call->now;
 	bool		returns_wake = JqCallSince(call, JQ_API_1_1);
+	int64		id;
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[PUSH_QUEUE] = PointerGetDatum(job->queue);
@@ -277,6 +298,11 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	NoteJobSpecDue(job, now);
 	if (job->parent_count > 0)
 		return InsertChild(call, job);
+	if (InsertJobDirectly(call, job, table, DatumGetInt16(values[PUSH_RING]), &id, wake))
+	{
+		NotePushed(call, job, id);
+		return id;
+	}
 	for (int round = 0; round < UNIQUE_PUSH_ROUNDS; round++)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -288,24 +314,10 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 			QueueExecuteOn(call, &statements[PLAN_PUSH], table, values, nulls, SPI_OK_INSERT_RETURNING);
 		if (SPI_processed == 1)
 		{
-			int64		id = SpiInt8(0, PUSHED_ID);
-			ClaimPosition position = {job->priority, job->available_at, id};
-
+			id = SpiInt8(0, PUSHED_ID);
 			if (returns_wake)
 				*wake = SpiBool(0, PUSHED_WANTS_WAKEUPS);
-
-			/* a job with a concurrency key came in held back: a slot, or a wait */
-			if (job->concurrency_key != NULL)
-			{
-				CountJobs(job->queue, JOB_PUSHED, 1);
-				(void) AdmitToFreeSlot(call, id, job->queue, job->concurrency_key);
-			}
-			else if (JqCallSince(call, JQ_API_1_1))
-				/* the caller wakes its queue (the push) or its list (a batch, a tick) */
-				NoteJobCanRun(job->queue, &position, job->available_at <= call->now, JOB_PUSHED,
-							  JOB_WAKE_NOBODY, NULL);
-			else
-				CountJobs(job->queue, JOB_PUSHED, 1);	/* 1.0: no claim positions */
+			NotePushed(call, job, id);
 			return id;
 		}
 		if (job->unique_key == NULL)

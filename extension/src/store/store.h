@@ -128,7 +128,14 @@ extern uint64 RunAloneFindingJob(const JqCall *call, JqStatement *statement, Dat
 /* store.c */
 extern void JqStoreInit(void);
 
-/* store/direct.c: a completion without the executor */
+/* store.c */
+extern bool PartitionWritableDirectly(Relation rel);
+
+/* store/direct_insert.c: a plain push without a plan */
+extern bool InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 ring,
+							  int64 *id, bool *wake);
+
+/* store/direct_delete.c: a completion without the executor */
 typedef enum DirectOutcome
 {
 	DIRECT_DONE,				/* deleted */

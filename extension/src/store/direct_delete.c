@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * direct.c
+ * direct_delete.c
  *	  A completion (queue_delete) without the executor.
  *
  * queue_delete is half of every job's life (a claim, then a completion),
@@ -23,6 +23,8 @@
  *     concurrency key and without children.  A job with either, or a
  *     partition with any other trigger (one of the user's), takes the
  *     statement, which fires them;
+ *   - rules of the user's and row-level security forced on the owner
+ *     (store.c): the statement;
  *   - a publication that publishes deletes needs the table's replica
  *     identity: checked as the executor checks it (an error, as there);
  *   - a row that a concurrent update moved to another partition (which the
@@ -199,7 +201,7 @@ DeleteJobDirectly(const JqCall *call, int64 id, int64 token, text **queue)
 	{
 		Relation	rel = table_open(relids[i], RowExclusiveLock);
 
-		if (!OnlyExtensionTrigger(rel, call))
+		if (!OnlyExtensionTrigger(rel, call) || !PartitionWritableDirectly(rel))
 			outcome = DIRECT_USE_STATEMENT;
 		else
 		{

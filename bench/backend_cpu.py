@@ -1,0 +1,34 @@
+"""One backend's CPU time, read from /proc: shared by backend_cpu_ab.py and percall.py.
+
+The client must run on the server's machine (it reads the backend's /proc).
+"""
+import os
+
+import psycopg2
+
+
+def backend_cpu_seconds(pid):
+    """User + system time of process pid, from /proc/<pid>/stat (clock ticks, 10 ms)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def backend_cpu_ns(pid):
+    """Time process pid has run on a CPU, from /proc/<pid>/schedstat (nanoseconds).
+
+    The same quantity as user + system time, but counted by the scheduler to
+    the nanosecond rather than sampled in clock ticks, so a few hundred calls
+    are enough for a figure.  None when the kernel has no schedstat."""
+    try:
+        return int(open(f"/proc/{pid}/schedstat").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def connect(dsn):
+    """An autocommit connection; returns (cursor, backend pid)."""
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    cur = conn.cursor()
+    cur.execute("SELECT pg_backend_pid()")
+    return cur, cur.fetchone()[0]

@@ -7,10 +7,16 @@ import os
 import psycopg2
 
 
+def backend_user_system(pid):
+    """(user, system) time of process pid in seconds, from /proc/<pid>/stat (clock ticks)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    tck = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tck, int(fields[12]) / tck
+
+
 def backend_cpu_seconds(pid):
     """User + system time of process pid, from /proc/<pid>/stat (clock ticks, 10 ms)."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(backend_user_system(pid))
 
 
 def backend_cpu_ns(pid):

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Server CPU per call of each jobqueue call, against the hand-written SQL.
 
-    python3 bench/percall.py [--dsn DSN] [--rounds 11] [--calls 1000]
-                             [--perf OUTDIR [--perf-rounds 4] [--perf-period 50000]]
+    /usr/bin/python3 bench/percall.py [--dsn DSN] [--rounds 11] [--calls 1000]
+                             [--perf OUTDIR [--perf-rounds 20] [--perf-period 1000000]]
+    /usr/bin/python3 bench/percall.py --count-statements [--rounds 3 --calls 200]
+    /usr/bin/python3 bench/percall.py --analyse OUTDIR
 
 Without --dsn it starts its own throwaway cluster (scripts/cluster.sh,
 jobqueue preloaded, JQ_PGBIN honoured), creates a database with
@@ -32,11 +34,20 @@ plain_drain.sql's DELETE.  Written here (no file has one): the claim of 50
 queue_fail (which moves the job to queue_failed_jobs) is compared with the
 DELETE by id: a lower bound.
 
---perf OUTDIR: after the timed rounds, PERF_ROUNDS more rounds with one
-`perf record -g -p <backend> -e cpu-clock` per kind, enabled only around
-that kind's calls (perf's --control fifo), then per kind: perf report
---no-children top 25 and --children top 40 (OUTDIR/<kind>.txt), and a
-breakdown of the samples into shares (see CATEGORIES) printed here.
+--perf OUTDIR: after the timed rounds, for each kind in turn PERF_ROUNDS
+more rounds with `perf record -g -p <backend> -e cpu-clock` enabled only
+around that kind's calls (perf's --control fifo); then per kind: perf report
+--no-children top 25 and --children top 40 and the shares
+(OUTDIR/<kind>.txt), and printed here the user-mode samples' shares (see
+CATEGORIES and analyse()) and, with the timed rounds, the same in µs per
+call.  In a VM without hardware events each sample costs tens of µs and an
+attached event slows every context switch: the CPU per call under perf is
+printed too, and the kernel's samples are left out of the shares (the
+kernel's part is /proc's system time).  --analyse OUTDIR prints the shares
+of kept profiles again.
+
+--count-statements: no timing; the statements each call runs inside
+(pg_stat_statements with track = all, preloaded in the own cluster).
 """
 import argparse
 import os
@@ -50,7 +61,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from backend_cpu import backend_cpu_ns, backend_cpu_seconds, connect  # noqa: E402
+from backend_cpu import backend_cpu_ns, backend_user_system, connect  # noqa: E402
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
@@ -144,9 +155,10 @@ JOBS100 = "[" + ",".join(['{"name":"job","payload":{"n":1}}'] * 100) + "]"
 
 # ------------------------------------------------------------------ measuring
 class Runner:
-    def __init__(self, cur, pid, perf=None):
+    def __init__(self, cur, pid, perf=None, statements=None):
         self.cur, self.pid, self.perf = cur, pid, perf
-        self.samples = {}   # kind -> list of per-round (ns/call, ticks-s/call)
+        self.samples = {}   # kind -> list of per-round (ns/call, ticks-s/call, user s, system s)
+        self.statements = statements   # kind -> {nested statement: calls}, when counting them
 
     def prepare(self, statements):
         self.cur.execute("DEALLOCATE ALL")
@@ -164,20 +176,29 @@ class Runner:
         sql = f"EXECUTE {stmt}{placeholders}"
         texts = [cur.mogrify(sql, args) if args else sql for args in arglist]
         rows = []
+        if self.statements is not None and record:
+            cur.execute("SELECT pg_stat_statements_reset()")
         if self.perf and record:
             self.perf.enable(kind)
-        ns0, t0 = backend_cpu_ns(self.pid), backend_cpu_seconds(self.pid)
+        ns0, (u0, s0) = backend_cpu_ns(self.pid), backend_user_system(self.pid)
         for text in texts:
             cur.execute(text)
             if fetch:
                 rows.extend(cur.fetchall())
-        ns1, t1 = backend_cpu_ns(self.pid), backend_cpu_seconds(self.pid)
+        ns1, (u1, s1) = backend_cpu_ns(self.pid), backend_user_system(self.pid)
         if self.perf and record:
             self.perf.disable(kind)
+        if self.statements is not None and record:
+            cur.execute("SELECT query, calls FROM pg_stat_statements WHERE NOT toplevel")
+            counts = self.statements.setdefault(kind, {"calls": 0})
+            counts["calls"] += len(texts)
+            for query, n in cur.fetchall():
+                counts[query] = counts.get(query, 0) + n
         if record:
             n = len(texts)
             ns = (ns1 - ns0) / n / 1000 if ns0 is not None else None
-            self.samples.setdefault(kind, []).append((ns, (t1 - t0) / n * 1e6))
+            # (µs/call by schedstat, µs/call by ticks, user s, system s)
+            self.samples.setdefault(kind, []).append((ns, (u1 - u0 + s1 - s0) / n * 1e6, u1 - u0, s1 - s0))
         return rows
 
 
@@ -352,7 +373,11 @@ CATEGORIES = [
                                                           r"|WaitEventSetWait|printtup_|SendRowDescription)"),
 ]
 CATEGORY_RE = [(name, re.compile(rx)) for name, rx in CATEGORIES]
-OWN = "jobqueue's own code (self time in jobqueue.so)"
+OWN = "jobqueue.so (its functions and the uncategorised helpers they call)"
+# Samples in the kernel (or at a libc system call's return): counted in the
+# categories above through their callers, and shown apart as well.
+KERNEL = "(of all samples: in the kernel or at a system call's return)"
+SYSCALL = re.compile(r"^(__libc_(recv|send|write|pwrite|read|pread)|__send|__recv|epoll_wait|__GI_|fdatasync|__fsync)")
 
 # Functions whose inclusive share (samples with them anywhere on the stack) is printed.
 INCLUSIVE = ["exec_simple_query", "ExecuteQuery", "PortalRun", "fmgr_security_definer", "ProcessGUCArray",
@@ -400,9 +425,20 @@ def categorise(frames):
     return "other / unresolved"
 
 
+def in_kernel(frames):
+    return bool(frames) and (frames[0][1].startswith("[kernel") or bool(SYSCALL.match(frames[0][0])))
+
+
 def analyse(outdir, kind):
+    """The shares of one kind's profile, over its user-mode samples: a
+    sample in the kernel, or at the return of a system call, is left out
+    (under perf in this VM most of them are perf's own cost at the
+    backend's context switches: see profile()); the kernel's part of a call
+    is /proc's system time of the timed rounds instead."""
     data = os.path.join(outdir, f"{kind}.data")
     stacks = read_stacks(data)
+    n_all = len(stacks)
+    stacks = [f for f in stacks if not in_kernel(f)]
     n = len(stacks)
     cats, incl, jqfun, jqself = {}, {}, {}, {}
     for frames in stacks:
@@ -424,20 +460,20 @@ def analyse(outdir, kind):
         lines = [ln for ln in rep.splitlines() if ln.strip() and not ln.startswith("#")]
         reports.append((mode, lines[:25 if mode == "--no-children" else 40]))
     with open(os.path.join(outdir, f"{kind}.txt"), "w") as f:
-        f.write(f"{kind}: {n} samples\n\ncategories (exclusive):\n")
+        f.write(f"{kind}: {n_all} samples, {n} in user mode (the shares below are of these)\n\n"
+                "categories (exclusive):\n")
         for c, k in sorted(cats.items(), key=lambda x: -x[1]):
             f.write(f"  {100 * k / n:5.1f}%  {c}\n")
         f.write("\ninclusive (on the stack):\n")
-        for s in INCLUSIVE:
-            if s in incl:
-                f.write(f"  {100 * incl[s] / n:5.1f}%  {s}\n")
+        for sym, k in sorted(incl.items(), key=lambda x: -x[1])[:80]:
+            f.write(f"  {100 * k / n:5.1f}%  {sym}\n")
         f.write("\njobqueue.so functions, inclusive:\n")
-        for s, k in sorted(jqfun.items(), key=lambda x: -x[1])[:25]:
-            f.write(f"  {100 * k / n:5.1f}%  {s}  (self {100 * jqself.get(s, 0) / n:.1f}%)\n")
+        for sym, k in sorted(jqfun.items(), key=lambda x: -x[1])[:25]:
+            f.write(f"  {100 * k / n:5.1f}%  {sym}  (self {100 * jqself.get(sym, 0) / n:.1f}%)\n")
         for mode, lines in reports:
-            f.write(f"\nperf report {mode} --stdio -g none:\n")
+            f.write(f"\nperf report {mode} --stdio -g none (all samples, the kernel's included):\n")
             f.write("\n".join(lines) + "\n")
-    return n, cats, incl, jqfun, jqself
+    return n_all, n, cats, incl, jqfun, jqself
 
 
 # ------------------------------------------------------------------ report
@@ -445,28 +481,39 @@ def fmt_range(values):
     return f"{statistics.median(values):.1f} ({min(values):.1f}–{max(values):.1f})"
 
 
+def system_share(rows):
+    """System time / (user + system) over all rounds, from the clock ticks."""
+    user, system = sum(r[2] for r in rows), sum(r[3] for r in rows)
+    return system / (user + system) if user + system else 0.0
+
+
 def report(samples, rounds, tick_hz):
-    per_job = {label: jobs for label, _, _, _, jobs in ROWS}
     print(f"\nserver CPU per call, µs (schedstat; median (min–max) of {rounds} rounds)"
           f" and ratio to the hand-written SQL (median of per-round ratios, min–max)")
     print("| call | jobqueue µs/call | µs/job | reference | reference µs/call | ratio | per-round ratios |"
-          " ticks-based jobqueue µs/call |")
-    print("|---|---:|---:|---|---:|---:|---|---:|")
+          " ratio less SELECT 1 | ticks-based jobqueue µs/call | system share |")
+    print("|---|---:|---:|---|---:|---:|---|---:|---:|---:|")
+    floor = [s[0] for s in samples["select1"]]
     for label, jq, ref, others, jobs in ROWS:
         a = [s[0] for s in samples[jq]]
         ticks = [s[1] for s in samples[jq]]
         per = f"{statistics.median(a) / jobs:.1f}" if jobs > 1 else ""
         refs = [ref] if ref else []
         if not refs:
-            print(f"| {label} | {fmt_range(a)} | {per} | | | | | {statistics.median(ticks):.0f} |")
+            print(f"| {label} | {fmt_range(a)} | {per} | | | | | | {statistics.median(ticks):.0f} |"
+                  f" {system_share(samples[jq]):.0%} |")
         for i, rk in enumerate(refs + list(others)):
             b = [s[0] for s in samples[rk]]
             ratios = [x / y for x, y in zip(a, b)]
+            # the call's own work: each round's figures less that round's SELECT 1
+            net = [(x - f) / (y - f) for x, y, f in zip(a, b, floor) if y - f > 0]
             rname = rk.replace("plain_delete_f", "plain_delete")
             print(f"| {label if i == 0 else ''} | {fmt_range(a) if i == 0 else ''} | {per if i == 0 else ''} |"
                   f" {rname} | {fmt_range(b)} | {statistics.median(ratios):.2f}× |"
-                  f" {min(ratios):.2f}–{max(ratios):.2f} | {statistics.median(ticks):.0f} |")
-    print(f"(ticks: /proc/<pid>/stat user+system at {tick_hz} Hz, a cross-check only)")
+                  f" {min(ratios):.2f}–{max(ratios):.2f} | {statistics.median(net):.2f}× |"
+                  f" {statistics.median(ticks):.0f} | {system_share(samples[jq]):.0%} |")
+    print(f"(ticks: /proc/<pid>/stat user+system at {tick_hz} Hz, a cross-check only; system share:"
+          f" its system ticks / all ticks over the rounds, the kernel's part of the call)")
 
 
 def main():
@@ -477,15 +524,23 @@ def main():
     ap.add_argument("--notify", choices=("on", "off"), default="off",
                     help="NOTIFY wake-ups of the queue 'default' (default off, as backend_cpu_ab.py)")
     ap.add_argument("--perf", metavar="OUTDIR", help="also profile each kind with perf record -g")
-    ap.add_argument("--perf-rounds", type=int, default=4)
-    ap.add_argument("--perf-period", type=int, default=50000, help="cpu-clock sample period, ns")
+    ap.add_argument("--perf-rounds", type=int, default=20)
+    ap.add_argument("--perf-period", type=int, default=1000000,
+                    help="cpu-clock sample period, ns (in a VM each sample costs tens of µs: keep it low)")
     ap.add_argument("--perf-only", action="store_true", help="no timed rounds, only the profile")
+    ap.add_argument("--count-statements", action="store_true",
+                    help="instead of timing: the statements each call runs inside (pg_stat_statements, track = all,"
+                         " preloaded in the own cluster; with --dsn it must be there)")
+    ap.add_argument("--analyse", metavar="OUTDIR", help="only print the shares of the profiles kept in OUTDIR")
     args = ap.parse_args()
+    if args.analyse:
+        print_profiles(args.analyse, None)
+        return
 
     cluster = None
     dsn = args.dsn
     if not dsn:
-        cluster = start_cluster()
+        cluster = start_cluster(args.count_statements)
         dsn = cluster["dsn"]
     try:
         cur, pid = connect(dsn)
@@ -498,6 +553,9 @@ def main():
         print(f"jobqueue {version}, backend {pid}, {args.rounds} rounds of {args.calls} calls,"
               f" load average {open('/proc/loadavg').read().split()[0]} at the start", flush=True)
         t0 = time.time()
+        if args.count_statements:
+            count_statements(cur, pid, args)
+            return
         if not args.perf_only:
             one_round(1, runner, args.calls)   # warm-up, not counted
             runner.samples = {}
@@ -509,13 +567,37 @@ def main():
             report(runner.samples, args.rounds, os.sysconf("SC_CLK_TCK"))
         if args.perf:
             profile(args, cur, pid)
+            print_profiles(args.perf, None if args.perf_only else runner.samples)
     finally:
         if cluster:
             stop_cluster(cluster)
 
 
+def count_statements(cur, pid, args):
+    """Per call kind: the statements run inside one call (nested statements
+    of pg_stat_statements), over args.rounds rounds."""
+    cur.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    one_round(1, Runner(cur, pid), args.calls)   # warm-up
+    runner = Runner(cur, pid, statements={})
+    for r in range(args.rounds):
+        one_round(r, runner, args.calls)
+    print("\nstatements run inside each call (pg_stat_statements, track = all; per call):")
+    for label, kind, _, _, _ in ROWS[1:]:
+        counts = dict(runner.statements[kind])
+        calls = counts.pop("calls")
+        total = sum(counts.values()) / calls
+        print(f"  {label}: {total:.2f} statements per call")
+        for query, n in sorted(counts.items(), key=lambda x: -x[1]):
+            if n / calls >= 0.01:
+                print(f"      {n / calls:5.2f}  {' '.join(query.split())[:150]}")
+
+
+PROFILED = [jq for _, jq, _, _, _ in ROWS] + ["plain_insert", "plain_claim1", "plain_delete"]
+
+
 def profile(args, cur, pid):
-    kinds = [jq for _, jq, _, _, _ in ROWS] + ["plain_insert", "plain_claim1", "plain_delete"]
+    """Record one profile per kind (PROFILED) in args.perf."""
+    kinds = PROFILED
     if args.perf_only:
         one_round(1, Runner(cur, pid), args.calls)   # warm-up
     # One kind at a time: a perf event attached to the backend, even a
@@ -534,39 +616,62 @@ def profile(args, cur, pid):
         print(f"  profiled {kind}", file=sys.stderr, flush=True)
     print(f"\nprofiles: {perf.command.replace(kinds[-1], '<kind>')} ({args.perf_rounds} rounds),"
           f" files in {args.perf}/<kind>.txt")
-    print("CPU µs/call while profiled (perf's own cost included): "
+    print("CPU µs/call while profiled (perf's own cost included; compare the timed figures): "
           + ", ".join(f"{k} {v:.1f}" for k, v in loaded.items()))
+
+
+def print_profiles(perfdir, timed):
+    """The shares of every profile in perfdir; with timed (the timed
+    rounds' samples) also in µs per call: user time (schedstat µs less the
+    system share) times each share."""
+    kinds = [k for k in PROFILED if os.path.exists(os.path.join(perfdir, f"{k}.data"))]
     allcats = [OWN] + [c for c, _ in CATEGORIES] + ["other / unresolved"]
-    results = {k: analyse(args.perf, k) for k in kinds}
-    print("\nshares of each call's samples, exclusive (the first categorised frame from the leaf up):")
+    results = {k: analyse(perfdir, k) for k in kinds}
+    print("\nshares of each call's user-mode samples, exclusive (the first categorised frame from the leaf up):")
     print("| category | " + " | ".join(k for k in kinds) + " |")
     print("|---|" + "---:|" * len(kinds))
-    print("| samples | " + " | ".join(str(results[k][0]) for k in kinds) + " |")
+    print("| samples (all / user mode) | " + " | ".join(f"{results[k][0]} / {results[k][1]}" for k in kinds) + " |")
     for c in allcats:
-        print(f"| {c} | " + " | ".join(f"{100 * results[k][1].get(c, 0) / max(results[k][0], 1):.1f}"
+        print(f"| {c} | " + " | ".join(f"{100 * results[k][2].get(c, 0) / max(results[k][1], 1):.1f}"
                                        for k in kinds) + " |")
-    print("\ninclusive shares (% of samples with the function on the stack):")
+    if timed:
+        print("\nthe same in µs per call (user µs = timed median × (1 − system share); kernel = the rest):")
+        print("| category | " + " | ".join(k for k in kinds) + " |")
+        print("|---|" + "---:|" * len(kinds))
+        total = {k: statistics.median(r[0] for r in timed[k]) for k in kinds}
+        user = {k: total[k] * (1 - system_share(timed[k])) for k in kinds}
+        print("| CPU µs/call (timed median) | " + " | ".join(f"{total[k]:.1f}" for k in kinds) + " |")
+        print("| kernel (system time) | " + " | ".join(f"{total[k] - user[k]:.1f}" for k in kinds) + " |")
+        for c in allcats:
+            print(f"| {c} | " + " | ".join(f"{user[k] * results[k][2].get(c, 0) / max(results[k][1], 1):.1f}"
+                                           for k in kinds) + " |")
+    print("\ninclusive shares (% of user-mode samples with the function on the stack):")
     print("| function | " + " | ".join(kinds) + " |")
     print("|---|" + "---:|" * len(kinds))
-    for s in INCLUSIVE:
-        vals = [100 * results[k][2].get(s, 0) / max(results[k][0], 1) for k in kinds]
+    for sym in INCLUSIVE:
+        vals = [100 * results[k][3].get(sym, 0) / max(results[k][1], 1) for k in kinds]
         if max(vals) >= 0.5:
-            print(f"| {s} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
-    print("\njobqueue.so functions, inclusive % (self %), top 8 per call:")
+            print(f"| {sym} | " + " | ".join(f"{v:.1f}" for v in vals) + " |")
+    print("\njobqueue.so functions, inclusive % (self %) of user-mode samples, top 10 per call:")
     for k in kinds:
-        n, _, _, jqfun, jqself = results[k]
-        top = sorted(jqfun.items(), key=lambda x: -x[1])[:8]
-        print(f"  {k}: " + ", ".join(f"{s} {100 * v / n:.1f} ({100 * jqself.get(s, 0) / n:.1f})" for s, v in top))
+        _, n, _, _, jqfun, jqself = results[k]
+        top = sorted(jqfun.items(), key=lambda x: -x[1])[:10]
+        print(f"  {k}: " + ", ".join(f"{sym} {100 * v / n:.1f} ({100 * jqself.get(sym, 0) / n:.1f})"
+                                     for sym, v in top))
 
 
 # ------------------------------------------------------------------ cluster
-def start_cluster():
+def start_cluster(count_statements=False):
     """scripts/cluster.sh's throwaway cluster, jobqueue preloaded, with
     setup.sql's objects in database percall; its environment is kept in a
     dict for stop_cluster."""
     port = os.environ.get("JQ_PGPORT", "55720")
+    preload, conf = "jobqueue", "jit = off"
+    if count_statements:
+        preload = "jobqueue,pg_stat_statements"
+        conf += "\npg_stat_statements.track = all\npg_stat_statements.max = 1000"
     script = (f"set -e; source {shlex.quote(ROOT)}/scripts/cluster.sh; "
-              f"JQ_PGPORT={port} JQ_PRELOAD=jobqueue JQ_PGCONF='jit = off' jq_cluster_start >&2; "
+              f"JQ_PGPORT={port} JQ_PRELOAD={preload} JQ_PGCONF={shlex.quote(conf)} jq_cluster_start >&2; "
               "env | grep -E '^(PGHOST|PGPORT|PGUSER|JQ_CLUSTER_DIR|JQ_PGDATA|JQ_SERVER_LOG|JQ_PGBIN)='")
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:

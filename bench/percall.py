@@ -53,6 +53,7 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -306,6 +307,7 @@ class Perf:
                 proc.kill()
             ctl.close()
             ack.close()
+        shutil.rmtree(self.fifodir, ignore_errors=True)
 
 
 # Exclusive categories: each sample goes to the first frame, from the leaf

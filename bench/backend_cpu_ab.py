@@ -17,7 +17,8 @@ import os
 import statistics
 import sys
 
-import psycopg2
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from backend_cpu import backend_cpu_seconds, connect  # noqa: E402
 
 CALLS = {
     "push": ("SELECT queue_push('job', '{}')", 3000, 1),
@@ -25,19 +26,6 @@ CALLS = {
     "batched drain (50)": ("SELECT queue_delete_many(array_agg(id), array_agg(token))"
                            " FROM queue_reserve('{default}', NULL, 'ab', 50)", 100, 50),
 }
-
-
-def backend_cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def connect(dsn):
-    conn = psycopg2.connect(dsn)
-    conn.autocommit = True
-    cur = conn.cursor()
-    cur.execute("SELECT pg_backend_pid()")
-    return cur, cur.fetchone()[0]
 
 
 def one_round(cur, pid):

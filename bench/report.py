@@ -506,13 +506,14 @@ def waiting_rows(f, w):
       f"{fmt(ratio(f.med(k + '.delivered_rate'), offered))}× offered; {count_text(f.med(k + '.left'))} left, "
       f"{count_text(f.med(k + '.errors'))} errors |")
     ref_at, secs = f.text(k + ".reference_at"), f.med(k + ".seconds")
-    w(f"| | job tables (queue_jobs' leaves, indexes, TOAST) at {ref_at} s / at the end ({fmt(secs)} s) / peak | | "
+    w(f"| | job tables (queue_jobs' leaves, indexes, TOAST) at {ref_at} s / at the end ({count_text(secs)} s) / peak | | "
       f"{fmt(f.med(k + '.size_at_ref'), 'bytes')} / {fmt(f.med(k + '.size_end'), 'bytes')} / "
       f"{fmt(f.med(k + '.size_peak'), 'bytes')} | "
       f"{fmt(ratio(f.med(k + '.size_end'), f.med(k + '.size_at_ref')))}× at {ref_at} s |")
+    ticked = f.med(f"{k}.ticked")
     w(f"| | partitions emptied by rotations (the ticker's and queue_rotate(NULL)'s) / queue_rotate(NULL) every "
       f"0.5 s: outcomes | | {count_text(f.med(k + '.truncations'))} / {f.text(k + '.rotate_outcomes')} | "
-      f"the ticker connected in {fmt(f.med(k + '.ticked'))} of the samples |")
+      f"the ticker connected in {'n/a' if ticked is None else f'{ticked:.0%}'} of the samples |")
 
 
 # ---------------------------------------------------------------- dashboard

@@ -669,7 +669,9 @@ def main(raw, versions=None):
         w(f"- **--quick**: one run per figure; drain backlogs of {int(num(f.text('meta.backlog')) or 0):,} jobs "
           f"(not 100,000); deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
           f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000); "
-          f"steady loads of {f.text('meta.steady_secs')} s (not 60)")
+          f"steady loads of {f.text('meta.steady_secs')} s (not 60); idle windows of "
+          f"{f.text('meta.idle_secs', 'n/a')} s (not 60); waiting workers for "
+          f"{dict(kv.partition('=')[::2] for kv in f.text('meta.waiting').split()).get('secs', 'n/a')} s (not 120)")
     if mode == "soak":
         w(f"- **--soak**: steady loads of {f.text('meta.soak_secs')} s, a REPEATABLE READ transaction open "
           f"throughout that has {soak_held_label(f)} (SOAK_HELD={f.text('meta.soak_held', 'other')}); "

@@ -122,6 +122,8 @@ def fmt(x, unit=""):
         return "n/a"
     if unit == "bytes":
         return f"{x / 1048576:.1f} MiB"
+    if unit == "B":   # a few bytes: exact
+        return f"{x:,.0f} B"
     if unit == "ms":
         return f"{x:.3f} ms" if x < 10 else f"{x:.1f} ms"
     if abs(x) >= 100:
@@ -460,9 +462,9 @@ IDLE_RUNS = (("plain", "plain_jobs with the same rows, no extension (reference)"
 
 
 def storage_goals():
-    return [("idle: WAL a minute, idle queue ticked every second (bytes) vs 20 KB",
+    return [("idle: WAL a minute, idle queue ticked every second vs 20 KB",
              "idle.ours.wal_per_min", IDLE_WAL_GOAL, "<=", 1),
-            ("idle: WAL a minute, idle queue vs plain table without the extension (bytes)",
+            ("idle: WAL a minute, idle queue vs plain table without the extension",
              "idle.ours.wal_per_min", "idle.plain.wal_per_min", "ref", 1),
             ("waiting: job tables at the end vs at 20 s", "waiting.size_end", "waiting.size_at_ref", "<=", 2)]
 
@@ -716,7 +718,8 @@ def main(raw, versions=None):
     w("")
     w("| goal | measured | reference | ratio | target | |")
     w("|---|---:|---:|---:|---:|---|")
-    units = {"depth.deep": "ms", "depth.shallow": "ms", "waiting.size_end": "bytes", "waiting.size_at_ref": "bytes"}
+    units = {"depth.deep": "ms", "depth.shallow": "ms", "waiting.size_end": "bytes", "waiting.size_at_ref": "bytes",
+             "idle.ours.wal_per_min": "B", "idle.plain.wal_per_min": "B", IDLE_WAL_GOAL: "B"}
     units.update({k: "bytes" for _, a, b, _, _ in goals for k in (a, b)
                   if isinstance(k, str) and k.endswith("_bytes")})
     units.update({k: "ms" for _, a, b, _, _ in goals for k in (a, b)

@@ -111,6 +111,24 @@ def idle(args):
         print("\n".join(r[:200] for r in records[:20]), file=sys.stderr)
 
 
+def sizes_compared(rows, ref_epoch, period):
+    """The job tables' size (total_bytes of the watcher's rows) at the first
+    row at or after ref_epoch and at the last row; and the highest size of
+    the ring period up to each of them: the size saws up and down once a
+    period (a rotation empties a partition), so two single rows differ by
+    where in its period each one falls, the highest of a period does not."""
+    def highest(t):
+        vals = [r["total_bytes"] for r in rows if t - period < r["epoch"] <= t]
+        return int(max(vals)) if vals else "n/a"
+
+    ref = next((r for r in rows if r["epoch"] >= ref_epoch), None)
+    last = rows[-1] if rows else None
+    return {"at_ref": "n/a" if ref is None else int(ref["total_bytes"]),
+            "end": "n/a" if last is None else int(last["total_bytes"]),
+            "period_peak_at_ref": "n/a" if ref is None else highest(ref["epoch"]),
+            "period_peak_end": "n/a" if last is None else highest(last["epoch"])}
+
+
 def waiting(args):
     conn = connect()
     load = storagelib.WaitingLoad(connect, "waiting", args.workers).start_workers()
@@ -128,8 +146,8 @@ def waiting(args):
         pushed, completed = load.total_pushed(), load.total_completed()
         load.stop()
     rows = queue_watch.read_watch(args.csv)
-    at_ref = next((r["total_bytes"] for r in rows if r["epoch"] >= start_epoch + args.reference_at), None)
-    end = rows[-1]["total_bytes"] if rows else None
+    period = one(conn, "SELECT setting::integer FROM pg_settings WHERE name = 'jobqueue.ring_period'")
+    sizes = sizes_compared(rows, start_epoch + args.reference_at, period)
     outcomes = load.outcomes()
     fields = {
         "seconds": round(secs, 1),
@@ -142,8 +160,11 @@ def waiting(args):
         "completed": load.total_completed(),
         "left": one(conn, "SELECT count(*) FROM queue_jobs WHERE queue = 'waiting'"),
         "reference_at": args.reference_at,
-        "size_at_ref": "n/a" if at_ref is None else int(at_ref),
-        "size_end": "n/a" if end is None else int(end),
+        "size_at_ref": sizes["at_ref"],
+        "size_end": sizes["end"],
+        "period": period,
+        "period_peak_at_ref": sizes["period_peak_at_ref"],
+        "period_peak_end": sizes["period_peak_end"],
         "size_peak": int(queue_watch.peak(rows, "total_bytes") or 0),
         "truncations": queue_watch.truncations(rows),
         "ticked": round(queue_watch.share(rows, "ticker") or 0, 2),

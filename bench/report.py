@@ -122,6 +122,8 @@ def fmt(x, unit=""):
         return "n/a"
     if unit == "bytes":
         return f"{x / 1048576:.1f} MiB"
+    if unit == "B":   # a few bytes: exact
+        return f"{x:,.0f} B"
     if unit == "ms":
         return f"{x:.3f} ms" if x < 10 else f"{x:.1f} ms"
     if abs(x) >= 100:
@@ -453,6 +455,76 @@ def churn_rows(f, w):
               f"{'' if vacuuming is None else f'; a VACUUM on a partition in {vacuuming:.0%} of them'} | | | |")
 
 
+# ---------------------------------------------------------------- idle and waiting (issue 30)
+IDLE_WAL_GOAL = 20 * 1024   # bytes of WAL a minute an idle queue may cost
+IDLE_RUNS = (("plain", "plain_jobs with the same rows, no extension (reference)"),
+             ("ours", "jobqueue: paused queue of 5,000, 40 delayed 1 h, 5 unclaimed, ticked every second"))
+
+
+def storage_goals():
+    return [("idle: WAL a minute, idle queue ticked every second vs 20 KB",
+             "idle.ours.wal_per_min", IDLE_WAL_GOAL, "<=", 1),
+            ("idle: WAL a minute, idle queue vs plain table without the extension",
+             "idle.ours.wal_per_min", "idle.plain.wal_per_min", "ref", 1),
+            ("waiting: job tables at the end vs at 20 s", "waiting.size_end", "waiting.size_at_ref", "<=", 2),
+            # the size saws once a ring period: the highest of a period does not depend on where in it a sample falls
+            ("waiting: the highest size of the last ring period vs of the period up to 20 s",
+             "waiting.period_peak_end", "waiting.period_peak_at_ref", "ref", 2)]
+
+
+def storage_zero_goals(f):
+    """Goals of a count that must be 0: (label, value)."""
+    if not f.values("idle.ours.wal_bytes"):
+        return []
+    return [("idle: pg_class row versions written in the window", f.med("idle.ours.pg_class_versions")),
+            ("idle: job tables given a new relfilenode in the window", f.med("idle.ours.filenode_changes"))]
+
+
+def idle_rows(f, w):
+    for run, label in IDLE_RUNS:
+        k = f"idle.{run}"
+        if not f.values(f"{k}.wal_bytes"):
+            continue
+        secs = f.med(f"{k}.seconds")
+        r = ratio(f.med(f"{k}.wal_per_min"), f.med("idle.plain.wal_per_min")) if run == "ours" else None
+        w(f"| 13 idle | {label}: WAL over {count_text(secs)} s (a minute) | | {count_text(f.med(k + '.wal_bytes'))} B "
+          f"({count_text(f.med(k + '.wal_per_min'))} B) | "
+          f"{'reference' if run == 'plain' else ('n/a (reference 0)' if r is None else f'{r:.2f}× plain')} |")
+        w(f"| | WAL records / not the server's running-transactions snapshot / of this database's relations | | "
+          f"{f.text(k + '.records')} / {f.text(k + '.other_records')} / {f.text(k + '.db_records')} | "
+          f"{'' if f.text(k + '.other_kinds', '-') == '-' else 'others: ' + f.text(k + '.other_kinds') + '; by database: ' + f.text(k + '.other_databases')} |")
+        w(f"| | pg_class row versions written (new xmin/ctid) / by the statistics / relfilenodes changed | | "
+          f"{f.text(k + '.pg_class_versions')} / {f.text(k + '.pg_class_stat')} / "
+          f"{f.text(k + '.filenode_changes')} | {f.text(k + '.rows')} rows at the end |")
+
+
+def waiting_rows(f, w):
+    if not f.values("waiting.pushed"):
+        return
+    k = "waiting"
+    clients = f"{f.text(k + '.workers')}+{f.text(k + '.producers')}"
+    offered = f.med(f"{k}.offered_rate")
+    w(f"| 14 waiting | workers in queue_reserve(wait 1 s) + producers, one job per transaction: pushed/s "
+      f"(offered {fmt(offered)}) | {clients} | {fmt(f.med(k + '.push_rate'))} | "
+      f"{fmt(ratio(f.med(k + '.push_rate'), offered))}× offered |")
+    w(f"| | delivered/s (claimed and deleted) | | {fmt(f.med(k + '.delivered_rate'))} | "
+      f"{fmt(ratio(f.med(k + '.delivered_rate'), offered))}× offered; {count_text(f.med(k + '.left'))} left, "
+      f"{count_text(f.med(k + '.errors'))} errors |")
+    ref_at, secs = f.text(k + ".reference_at"), f.med(k + ".seconds")
+    w(f"| | job tables (queue_jobs' leaves, indexes, TOAST) at {ref_at} s / at the end ({count_text(secs)} s) / peak | | "
+      f"{fmt(f.med(k + '.size_at_ref'), 'bytes')} / {fmt(f.med(k + '.size_end'), 'bytes')} / "
+      f"{fmt(f.med(k + '.size_peak'), 'bytes')} | "
+      f"{fmt(ratio(f.med(k + '.size_end'), f.med(k + '.size_at_ref')))}× at {ref_at} s |")
+    if f.values(f"{k}.period_peak_end"):
+        w(f"| | the highest size of the ring period ({f.text(k + '.period')} s) up to {ref_at} s / up to the end | | "
+          f"{fmt(f.med(k + '.period_peak_at_ref'), 'bytes')} / {fmt(f.med(k + '.period_peak_end'), 'bytes')} | "
+          f"{fmt(ratio(f.med(k + '.period_peak_end'), f.med(k + '.period_peak_at_ref')))}× |")
+    ticked = f.med(f"{k}.ticked")
+    w(f"| | partitions emptied by rotations (the ticker's and queue_rotate(NULL)'s) / queue_rotate(NULL) every "
+      f"0.5 s: outcomes | | {count_text(f.med(k + '.truncations'))} / {f.text(k + '.rotate_outcomes')} | "
+      f"the ticker connected in {'n/a' if ticked is None else f'{ticked:.0%}'} of the samples |")
+
+
 # ---------------------------------------------------------------- dashboard
 # run.sh's dashboard reads (name, label); the figures are keyed
 # dashboard.NAME.0 (the small backlog) and dashboard.NAME.1 (the big one)
@@ -606,7 +678,9 @@ def main(raw, versions=None):
         w(f"- **--quick**: one run per figure; drain backlogs of {int(num(f.text('meta.backlog')) or 0):,} jobs "
           f"(not 100,000); deep backlog {int(num(f.text('meta.deep_ready')) or 0):,} ready jobs "
           f"(not 1,000,000); churn {int(num(f.text('meta.churn_jobs')) or 0):,} jobs per round (not 200,000); "
-          f"steady loads of {f.text('meta.steady_secs')} s (not 60)")
+          f"steady loads of {f.text('meta.steady_secs')} s (not 60); idle windows of "
+          f"{f.text('meta.idle_secs', 'n/a')} s (not 60); waiting workers for "
+          f"{dict(kv.partition('=')[::2] for kv in f.text('meta.waiting').split()).get('secs', 'n/a')} s (not 120)")
     if mode == "soak":
         w(f"- **--soak**: steady loads of {f.text('meta.soak_secs')} s, a REPEATABLE READ transaction open "
           f"throughout that has {soak_held_label(f)} (SOAK_HELD={f.text('meta.soak_held', 'other')}); "
@@ -646,11 +720,14 @@ def main(raw, versions=None):
     goals += soak_goals()
     goals += dashboard_goals(f)
     goals += flow_goals(f)
+    goals += storage_goals()
     w("## Goals")
     w("")
     w("| goal | measured | reference | ratio | target | |")
     w("|---|---:|---:|---:|---:|---|")
-    units = {"depth.deep": "ms", "depth.shallow": "ms"}
+    units = {"depth.deep": "ms", "depth.shallow": "ms", "waiting.size_end": "bytes", "waiting.size_at_ref": "bytes",
+             "waiting.period_peak_end": "bytes", "waiting.period_peak_at_ref": "bytes",
+             "idle.ours.wal_per_min": "B", "idle.plain.wal_per_min": "B", IDLE_WAL_GOAL: "B"}
     units.update({k: "bytes" for _, a, b, _, _ in goals for k in (a, b)
                   if isinstance(k, str) and k.endswith("_bytes")})
     units.update({k: "ms" for _, a, b, _, _ in goals for k in (a, b)
@@ -677,6 +754,9 @@ def main(raw, versions=None):
         ok = None if v is None else v < target
         mark = "n/a" if ok is None else ("met" if ok else "**missed**")
         w(f"| {label} | {fmt(v, 'ms')} | | | < {target:g} ms | {mark} |")
+    for label, v in storage_zero_goals(f):
+        mark = "n/a" if v is None else ("met" if v == 0 else "**missed**")
+        w(f"| {label} | {count_text(v)} | | | = 0 | {mark} |")
     w("")
 
     # ------------------------------------------------ all figures
@@ -759,6 +839,8 @@ def main(raw, versions=None):
     soak_rows(f, w, os.path.dirname(os.path.abspath(raw)))
     dashboard_rows(f, w)
     flow_rows(f, w)
+    idle_rows(f, w)
+    waiting_rows(f, w)
     w("")
 
     # ------------------------------------------------ plans

@@ -16,11 +16,13 @@
 #             3 s; backlogs of 30,000 instead of 100,000 for the drains,
 #             200,000 ready jobs instead of 1,000,000 for the deep case,
 #             30,000 jobs per churn round instead of 200,000, steady loads
-#             of 20 s instead of 60 s (about 4 minutes on an idle machine).
+#             of 20 s instead of 60 s, an idle window of 20 s instead of 60 s,
+#             waiting workers for 40 s instead of 120 s (about 4 minutes on
+#             an idle machine).
 #   --only=NAME[,NAME...]
 #             run only these scenarios: push drain1 drainb depth churn held
-#             latency cold_plan steady worker dashboard flow (the report's rows of the
-#             others, and the ratios that need them, are n/a).
+#             latency cold_plan steady worker dashboard flow idle waiting (the
+#             report's rows of the others, and the ratios that need them, are n/a).
 #   --soak    instead of the scenarios: a steady load of SOAK_SECS (default
 #             600) while a REPEATABLE READ transaction stays open that has
 #             read SOAK_HELD: other (default: another table) or queue_jobs.
@@ -32,7 +34,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
 
 MODE=full
-SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard flow"
+SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard flow idle waiting"
 ONLY=
 SOAK=0          # 1: --soak, 2: --soak-compare
 for arg in "$@"; do
@@ -41,7 +43,7 @@ for arg in "$@"; do
         --only=*) ONLY=${arg#--only=} ;;
         --soak) (( SOAK )) || SOAK=1 ;;
         --soak-compare) SOAK=2 ;;
-        -h|--help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -74,6 +76,8 @@ if [[ $MODE == quick ]]; then
     COLD_CLAIMS=50    # claims timed per cold-plan case and session
     DASH_CALLS=10     # dashboard: timed calls per read, size and round
     DASH_DRAIN_SECS=2 # dashboard: each drain, with and without a poller
+    IDLE_SECS=20      # idle: the window measured (each: the queue's, the reference's)
+    WAITING_SECS=40   # waiting: the load's length
 else
     SECS=3
     REPS=3
@@ -87,6 +91,8 @@ else
     COLD_CLAIMS=200
     DASH_CALLS=30
     DASH_DRAIN_SECS=3
+    IDLE_SECS=60
+    WAITING_SECS=120
 fi
 CHURN_ROUNDS=10       # churn: rounds back to back (sizes after 1, 2 and 10 compared)
 SHALLOW=10000         # depth: the shallow backlog
@@ -113,6 +119,10 @@ FLOW_PARENTS=10000    # flow: held parents, the other half waiting for them
 FLOW_FREE=10000       # flow: free jobs (a key each) at the start of each round
 FLOW_DRAIN_KEYS=1000  # flow: keys of the drain's backlog (limit 1 each)
 FLOW_ROUNDS=${FLOW_ROUNDS:-3}   # flow: rounds of each comparison (in --quick too: a ratio needs them)
+WAITING_WORKERS=32    # waiting: sessions in queue_reserve(wait => '1 second')
+WAITING_RATE=800      #   jobs/s offered, one per transaction,
+WAITING_PRODUCERS=4   #   by this many paced producers (sessions), sharing that rate
+WAITING_REF_AT=20     #   the size at the end compared with the size this many s into the load
 SOAK_SECS=${SOAK_SECS:-600}   # --soak: length of each steady load
 if ! [[ $SOAK_SECS =~ ^[0-9]+$ ]] || (( SOAK_SECS < 2 )); then echo "run.sh: SOAK_SECS must be a whole number >= 2" >&2; exit 2; fi
 # claim latency compared between the first and last minute (half the run
@@ -244,6 +254,8 @@ if (( SOAK )); then
     rec meta.soak_report_secs "$SOAK_REPORT_SECS"
 fi
 rec meta.flow "blocked=$FLOW_BLOCKED busy_keys=$FLOW_BUSY_KEYS parents=$FLOW_PARENTS free=$FLOW_FREE claims=$FLOW_CLAIMS drain_keys=$FLOW_DRAIN_KEYS rounds=$FLOW_ROUNDS"
+rec meta.idle_secs "$IDLE_SECS"
+rec meta.waiting "secs=$WAITING_SECS workers=$WAITING_WORKERS rate=$WAITING_RATE producers=$WAITING_PRODUCERS ref_at=$WAITING_REF_AT"
 rec meta.only "$ONLY"
 rec meta.jobqueue "$(q "SELECT extversion FROM pg_extension WHERE extname = 'jobqueue'")"
 # the ring's period (from 1.3; empty before) and the ticker's interval
@@ -1109,6 +1121,86 @@ if want flow; then
     done
     qq -c "TRUNCATE queue_jobs"
     for db in bench_flow_ref bench_flow_deep; do PGOPTIONS='-c client_min_messages=warning' dropdb "$db"; done
+fi
+
+# ============================================================= 13. idle
+# What an idle queue costs (issue 30): in a fresh database the ticker ticks
+# (every second, rotating the ring as in production), a paused queue of
+# 5,000 jobs, 40 jobs delayed by an hour and 5 ready jobs nobody claims;
+# after settling (two ring periods, ANALYZE, VACUUM, CHECKPOINT, one period
+# more: bench/storage.py idle, the ring suite's tests/ring/idle.py
+# measurement), the WAL the server writes over IDLE_SECS, its records, the
+# pg_class row versions written and the job tables' relfilenodes.  The
+# reference, first: the same rows in plain_jobs in a database without the
+# extension, the ticker connected to it (it finds no queue_tick() there and
+# only reads), the same settling and window: what the server writes by
+# itself.  WAL is the whole server's, so every database is analysed and
+# then vacuumed first (the order of tests/ring/idle.py: a VACUUM prunes
+# ANALYZE's dead pg_statistic rows): else autovacuum may analyse and
+# vacuum another database's catalogs inside a window (seen in a --quick
+# run that only vacuumed first: template1's pg_statistic, 142 KB and 227 KB
+# in the two 20 s windows).  storage.py names the database of each record.
+if want idle; then
+    mark idle
+    log "13. idle: a paused queue of 5,000 jobs, 40 delayed, 5 unclaimed, ticked every second: WAL and catalog writes over $IDLE_SECS s, a plain table's for reference"
+    period=$(q "SELECT setting FROM pg_settings WHERE name = 'jobqueue.ring_period'")
+    period=${period:-10}   # before 1.3 there is no ring: settle as if 10 s
+    vacuumdb --all --analyze-only --quiet
+    vacuumdb --all --quiet
+    idle_run() {   # KEY DB [--plain]: storage.py idle in DB, the ticker moved there
+        local key=$1 db=$2 line rc
+        shift 2
+        ticker_follow "$db"
+        set +e
+        line=$(PGDATABASE=$db timeout $(( IDLE_SECS + 4 * period + 120 )) /usr/bin/python3 "$BENCH/storage.py" idle \
+            --seconds "$IDLE_SECS" --period "$period" "$@" 2>"$OUT/$key.err")
+        rc=$?
+        set -e
+        echo "$line" > "$OUT/$key.txt"
+        if [[ $rc -ne 0 ]]; then echo "storage.py idle ($key) failed (rc $rc):" >&2; cat "$OUT/$key.err" >&2; fi
+        rec_kv "$key" "$line"
+    }
+    PGOPTIONS='-c client_min_messages=warning' dropdb --if-exists bench_idle_plain
+    createdb bench_idle_plain
+    # plain_jobs as setup.sql makes it (our shape, its claim index), nothing else
+    pg_dump -s -t plain_jobs bench | psql -X -q -v ON_ERROR_STOP=1 -d bench_idle_plain >/dev/null
+    idle_run idle.plain bench_idle_plain --plain
+    fresh_db bench_idle
+    idle_run idle.ours bench_idle
+    ticker_follow bench
+    dropdb --force bench_idle_plain
+    dropdb --force bench_idle
+fi
+
+# ============================================================= 14. waiting
+# Workers waiting under load (issue 30): in a fresh database the ticker
+# ticks, WAITING_WORKERS sessions loop queue_reserve(wait => '1 second')
+# for one job and queue_delete it; WAITING_PRODUCERS paced sessions offer
+# WAITING_RATE jobs/s in all, one job per transaction, for WAITING_SECS,
+# while a session calls queue_rotate(NULL) every 0.5 s besides the ticker
+# (bench/storage.py waiting: tests/ring/waiting.py's workload, from
+# tests/ring/storagelib.py).  Every second the job tables' size
+# (queue_jobs' leaves with indexes and TOAST, the watcher's row, kept in
+# watch/waiting.csv); reported: pushed and delivered jobs/s, the size at
+# WAITING_REF_AT s and at the end, partitions emptied, queue_rotate's
+# outcomes.
+if want waiting; then
+    mark waiting
+    log "14. waiting: $WAITING_WORKERS sessions in queue_reserve(wait), $WAITING_RATE jobs/s offered, $WAITING_SECS s"
+    fresh_db bench_waiting
+    ticker_follow bench_waiting
+    set +e
+    line=$(PGDATABASE=bench_waiting timeout $(( WAITING_SECS + 90 )) /usr/bin/python3 "$BENCH/storage.py" waiting \
+        --seconds "$WAITING_SECS" --csv "$OUT/watch/waiting.csv" --rate "$WAITING_RATE" \
+        --producers "$WAITING_PRODUCERS" --workers "$WAITING_WORKERS" --reference-at "$WAITING_REF_AT" \
+        2>"$OUT/waiting.err")
+    rc=$?
+    set -e
+    echo "$line" > "$OUT/waiting.txt"
+    if [[ $rc -ne 0 ]]; then echo "storage.py waiting failed (rc $rc):" >&2; cat "$OUT/waiting.err" >&2; fi
+    rec_kv waiting "$line"
+    ticker_follow bench
+    dropdb --force bench_waiting
 fi
 
 # ============================================================= soak (--soak)

@@ -20,29 +20,17 @@ timed checkpoint writes during the window), over JQ_IDLE_SECONDS (60 s):
 Needs a superuser (PG* environment).  Last line: "N passed, N failed".
 """
 import os
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ringlib import Checks, Database, one  # noqa: E402
+import storagelib  # noqa: E402
 
 DBNAME = "jq_ring_idle"      # the ticker's database (tests/ring/run.sh)
 PERIOD = 5
 WINDOW = int(os.environ.get("JQ_IDLE_SECONDS", "60"))
-
-PARTITIONS = ("queue_jobs_ring0", "queue_jobs_ring1", "queue_jobs_long")
-
-
-def catalog_state(conn):
-    """pg_class's row versions written (as the statistics see them) and the
-    partitions' relfilenodes."""
-    one(conn, "SELECT pg_stat_clear_snapshot()")
-    versions = one(conn, "SELECT n_tup_ins + n_tup_upd + n_tup_del FROM pg_stat_sys_tables"
-                         " WHERE relname = 'pg_class'")
-    nodes = tuple(one(conn, f"SELECT pg_relation_filenode('{p}')") for p in PARTITIONS)
-    return versions, nodes
 
 
 def wait_for_ticker(conn, seconds):
@@ -59,12 +47,7 @@ def main():
     checks = Checks("ring idle")
     with Database(DBNAME, {"jobqueue.ring_period": PERIOD}) as db:
         conn = db.connect()
-        cur = conn.cursor()
-        cur.execute("SELECT queue_pause('idle_paused')")
-        cur.execute("SELECT count(queue_push('idle', '{}', 'idle_paused')) FROM generate_series(1, 5000)")
-        cur.execute("SELECT count(queue_push('idle', '{}', 'idle_q', delay => '1 hour'))"
-                    " FROM generate_series(1, 40)")
-        cur.execute("SELECT count(queue_push('idle', '{}', 'idle_q')) FROM generate_series(1, 5)")
+        storagelib.fill_idle(conn.cursor())
         ids_before = one(conn, "SELECT array_agg(id ORDER BY id) FROM queue_jobs")
 
         stop = threading.Event()
@@ -89,18 +72,11 @@ def main():
         print(f"   the background ticker {'is' if attached else 'is not'} attached to {DBNAME}")
 
         # settle: the first rotations put the jobs where they stay
-        time.sleep(2 * PERIOD + 1)
-        cur.execute("ANALYZE")
-        cur.execute("VACUUM")   # after ANALYZE: its dead pg_statistic rows would be pruned in the window
-        cur.execute("CHECKPOINT")
-        time.sleep(PERIOD + 1)
+        storagelib.settle(conn, PERIOD)
 
-        lsn_before = one(conn, "SELECT pg_current_wal_lsn()")
-        catalog_before = catalog_state(conn)
-        time.sleep(WINDOW)
-        lsn_after = one(conn, "SELECT pg_current_wal_lsn()")
-        catalog_after = catalog_state(conn)
-        wal_bytes = one(conn, "SELECT pg_wal_lsn_diff(%s, %s)", (lsn_after, lsn_before))
+        window = storagelib.idle_window(conn, WINDOW)
+        lsn_before, lsn_after, wal_bytes = window.lsn_before, window.lsn_after, window.wal_bytes
+        catalog_before, catalog_after = window.catalog_before, window.catalog_after
         stop.set()
         ticker.join(timeout=10)
 
@@ -114,14 +90,10 @@ def main():
         # was written, so one may trail the settling period's own writes into
         # the window; it is the server's, not the extension's, and the only
         # record allowed. Any other record fails the check.
-        records = []
-        if wal_bytes and os.environ.get("JQ_PGDATA") and os.environ.get("JQ_PGBIN"):
-            dump = subprocess.run([os.path.join(os.environ["JQ_PGBIN"], "pg_waldump"), "-p",
-                                   os.path.join(os.environ["JQ_PGDATA"], "pg_wal"), "-s", lsn_before, "-e", lsn_after],
-                                  capture_output=True, text=True)
-            records = [line for line in dump.stdout.splitlines() if line.startswith("rmgr:")]
+        records = (storagelib.wal_records(lsn_before, lsn_after) or []) if wal_bytes else []
+        if records:
             print("\n".join("   " + line[:200] for line in records[:15]))
-        ours = [r for r in records if not (r.startswith("rmgr: Standby") and "RUNNING_XACTS" in r)]
+        ours = storagelib.not_the_servers(records)
         if wal_bytes and not records:
             ours = [f"{int(wal_bytes)} bytes, records not read"]
         checks.check(f"no WAL written in {WINDOW} s of an idle queue (but the server's running-transactions"

@@ -22,16 +22,13 @@ workers alone.  Checked:
   - every job pushed was completed or is still in queue_jobs.
 Needs a superuser (PG* environment).  Last line: "N passed, N failed".
 """
-import collections
 import os
 import sys
-import threading
 import time
-
-import psycopg2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ringlib import Checks, Database, one  # noqa: E402
+import storagelib  # noqa: E402
 
 PERIOD = 4
 WORKERS = 32
@@ -45,54 +42,8 @@ SIZE = ("SELECT pg_total_relation_size('queue_jobs_ring0') + pg_total_relation_s
 def main():
     checks = Checks("ring waiting")
     with Database(f"jq_ring_waiting_{os.getpid()}", {"jobqueue.ring_period": PERIOD}) as db:
-        stop = threading.Event()
-        errors = []
-        pushed = []
-        completed = collections.Counter()
-        outcomes = collections.Counter()
-
-        def work(n):
-            try:
-                cur = db.connect().cursor()
-                while not stop.is_set():
-                    cur.execute("SELECT id, token FROM queue_reserve('{waiting}', NULL, %s, 1, '1 second')",
-                                (f"w{n}",))
-                    for job_id, token in cur.fetchall():
-                        cur.execute("SELECT queue_delete(%s, %s)", (job_id, token))
-                        if cur.fetchone()[0]:
-                            completed[n] += 1
-                        else:
-                            errors.append(f"worker {n}: completing job {job_id} returned false")
-            except psycopg2.Error as e:
-                errors.append(f"worker {n}: {str(e).strip()[:200]}")
-
-        def produce():
-            try:
-                cur = db.connect().cursor()
-                next_at = time.monotonic()
-                while not stop.is_set():
-                    cur.execute("SELECT count(queue_push('w', '{}', 'waiting')) FROM generate_series(1, 4)")
-                    pushed.append(cur.fetchone()[0])
-                    next_at += 0.005
-                    time.sleep(max(0.0, next_at - time.monotonic()))
-            except psycopg2.Error as e:
-                errors.append(f"producer: {str(e).strip()[:200]}")
-
-        def rotate():
-            try:
-                cur = db.connect().cursor()
-                while not stop.is_set():
-                    cur.execute("SELECT outcome FROM queue_rotate(NULL)")
-                    outcomes[(time.monotonic() - started > 8, cur.fetchone()[0])] += 1
-                    stop.wait(0.5)
-            except psycopg2.Error as e:
-                errors.append(f"rotation: {str(e).strip()[:200]}")
-
         # first the workers alone: nothing to claim, every one of them waits
-        workers = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(WORKERS)]
-        started = time.monotonic()
-        for t in workers:
-            t.start()
+        load = storagelib.WaitingLoad(db.connect, "waiting", WORKERS).start_workers()
         conn = db.connect()
         time.sleep(2)
         with_locks = []
@@ -125,17 +76,15 @@ def main():
                     and time.monotonic() - t0 < 3:
                 time.sleep(0.005)
             latencies.append(round(time.monotonic() - t0, 3))
-            pushed.append(1)
+            load.pushed.append(1)
             time.sleep(0.3)
         print(f"   a push to {WORKERS} sleeping workers claimed after (s): {latencies}")
         checks.check("a push wakes a waiting worker (median under 0.25 s)",
                      sorted(latencies)[2] < 0.25, latencies)
 
-        threads = workers + [threading.Thread(target=produce), threading.Thread(target=rotate)]
-        started = time.monotonic()
-        for t in threads[WORKERS:]:
-            t.daemon = True
-            t.start()
+        # 4 jobs every 5 ms, so that most workers wait most of the time
+        load.start_load(rate=800, batch=4, producers=1, rotate_every=0.5)
+        started = load.load_started
         sizes = []
         reference = None
         while time.monotonic() - started < SECONDS:
@@ -144,18 +93,16 @@ def main():
             sizes.append(size)
             if reference is None and time.monotonic() - started >= REFERENCE_AT:
                 reference = size
-        stop.set()
-        for t in threads:
-            t.join(timeout=15)
+        load.stop()
         final = one(conn, SIZE)
         left = one(conn, "SELECT count(*) FROM queue_jobs WHERE queue = 'waiting'")
         conn.close()
 
-        truncated = outcomes[(True, "truncated")]
-        summary = ", ".join(f"{o}={n}{' (' + str(outcomes[(True, o)]) + ' after 8 s)' if late else ''}"
-                            for o, n, late in sorted((o, sum(v for (_, oo), v in outcomes.items() if oo == o),
-                                                      True) for o in {o for _, o in outcomes}))
-        print(f"   {SECONDS} s, {WORKERS} waiting workers: {sum(pushed)} pushed, {sum(completed.values())} completed,"
+        outcomes, late = load.outcomes(), load.outcomes(after=8)
+        truncated = late["truncated"]
+        summary = ", ".join(f"{o}={n} ({late[o]} after 8 s)" for o, n in sorted(outcomes.items()))
+        pushed, completed, errors = load.total_pushed(), load.total_completed(), load.errors
+        print(f"   {SECONDS} s, {WORKERS} waiting workers: {pushed} pushed, {completed} completed,"
               f" {left} left; rotations: {summary}; size at {REFERENCE_AT} s {reference} bytes, at the end {final},"
               f" largest {max(sizes)}")
         checks.check("no call failed", not errors, errors[:3])
@@ -165,7 +112,7 @@ def main():
         checks.check(f"the job tables at the end are at most twice their size at {REFERENCE_AT} s",
                      reference is not None and final <= 2 * reference, (reference, final))
         checks.check("every job pushed was completed or is still queued",
-                     sum(pushed) == sum(completed.values()) + left, (sum(pushed), sum(completed.values()), left))
+                     pushed == completed + left, (pushed, completed, left))
     return checks.finish()
 
 

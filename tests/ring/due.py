@@ -8,7 +8,12 @@ every rotation that truncated emptied the partition pushes were not going
 to, in the second half of a period (at least half a period after pushes
 left it); every 'not due' came in the first half.  And queue_tick() rotates
 too: called in the second half of a period, it empties the partition pushes
-left (its relfilenode changes).  Needs a superuser (PG* environment).
+left (its relfilenode changes).  And a partition whose rows are all dead
+is emptied by the next tick before its turn, the one taking pushes too:
+with a period of an hour (no rotation by time), 12,000 jobs (over a MiB)
+pushed and completed, then ticks until the statistics show them dead: the
+partition's relfilenode changes and it has no page left; with one live job
+left among the same, nothing is emptied.  Needs a superuser (PG* environment).
 Last line: "N passed, N failed".
 """
 import os
@@ -84,12 +89,53 @@ def tick_rotates(checks, db):
     conn.close()
 
 
+def burst(cur, queue, jobs, keep):
+    """Push jobs, complete all but keep of them; return the partition pushes went to."""
+    cur.execute("SELECT count(*) FROM (SELECT queue_push_many(jsonb_agg(jsonb_build_object("
+                "'name', 'burst', 'queue', %s))) FROM generate_series(1, %s) g GROUP BY g %% 100) s",
+                (queue, jobs))
+    cur.execute("SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve(ARRAY[%s],"
+                " '10 minutes', 'w', 10000)) s", (queue,))
+    cur.execute("SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve(ARRAY[%s],"
+                " '10 minutes', 'w', %s)) s", (queue, jobs - 10000 - keep))
+    return one(cur.connection, "SELECT queue_current_ring()")
+
+
+def emptied_when_dead(checks, db):
+    conn = db.connect(settings={"jobqueue.ring_period": 3600})
+    cur = conn.cursor()
+    for keep, label in ((0, "every row dead"), (1, "one live job")):
+        cur.execute("TRUNCATE queue_jobs")
+        ring = burst(cur, f"dead_{keep}", 12000, keep)
+        node = f"pg_relation_filenode('queue_jobs_ring{ring}')"
+        before = one(conn, f"SELECT {node}")
+        size = one(conn, f"SELECT pg_relation_size('queue_jobs_ring{ring}')")
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            cur.execute("SELECT count(*) FROM queue_tick()")
+            if one(conn, f"SELECT {node}") != before:
+                break
+            time.sleep(0.5)   # the backends' statistics reach the server within a second
+        after = one(conn, f"SELECT {node}")
+        pages = one(conn, f"SELECT pg_relation_size('queue_jobs_ring{ring}')")
+        live = one(conn, f"SELECT count(*) FROM queue_jobs WHERE queue = 'dead_{keep}'")
+        if keep == 0:
+            checks.check(f"a partition taking pushes whose rows are all dead ({size // 1024} kB) is "
+                         "emptied by a tick before its turn", after != before and pages == 0 and live == 0,
+                         (before, after, pages, live))
+        else:
+            checks.check(f"with {label} in it, it is left as it is (no TRUNCATE in 15 s)",
+                         after == before and pages == size and live == 1, (before, after, pages, live))
+    conn.close()
+
+
 def main():
     checks = Checks("ring due")
     with Database(f"jq_ring_due_{os.getpid()}") as db:
         for period in (1, 2, 3):
             rotations_by_time(checks, db, period)
         tick_rotates(checks, db)
+        emptied_when_dead(checks, db)
     return checks.finish()
 
 

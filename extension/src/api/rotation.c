@@ -374,16 +374,69 @@ RotateRing(const JqCall *call, int ring)
 }
 
 /*
- * From queue_tick (1.3): rotate if it is time.  Not in a transaction block
- * (BEGIN ... COMMIT): the rotation's lock would be held, and every claim
- * kept waiting, until that transaction ends.  Between SPI_connect and
- * SPI_finish.
+ * Whether a ring partition looks worth emptying before its turn: at least
+ * JQ_RING_DEAD_TRUNCATE_BYTES, and by the statistics a hundred dead rows or
+ * more for each live one.  The statistics lag the last second's work and
+ * their live count is an estimate that drifts (a TRUNCATE of queue_jobs may
+ * leave a partition's at a few rows), so they only say when to look: the
+ * live rows are counted exactly before the partition is emptied.
+ */
+static bool
+LooksAllDead(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	bool		big = (uint64) RelationGetNumberOfBlocks(rel) * BLCKSZ >= JQ_RING_DEAD_TRUNCATE_BYTES;
+	PgStat_StatTabEntry *stats;
+
+	table_close(rel, AccessShareLock);
+	if (!big)
+		return false;
+	stats = pgstat_fetch_stat_tabentry(relid);
+	return stats != NULL && stats->n_dead_tuples > 0 &&
+		stats->n_live_tuples <= stats->n_dead_tuples / 100;
+}
+
+/*
+ * Empty each ring partition whose rows are all dead, the one taking pushes
+ * too, without waiting for its turn.  A burst of jobs done within a period
+ * otherwise stays in its partition until the partition's turn comes, and
+ * the next burst is written beside it (each burst's peak twice the first);
+ * this makes the next burst start in an empty partition.  Nothing live is
+ * moved (one that was pushed between the count and the lock moves to long,
+ * once, as in any rotation); idle partitions (no pages, or live jobs) are
+ * left as they are, so an idle queue still writes nothing.
+ */
+static void
+EmptyDeadPartitions(const JqCall *call)
+{
+	for (int ring = 0; ring < JQ_RING_PARTITIONS; ring++)
+	{
+		Oid			relid = RingPartition(call, ring);
+
+		if (!LooksAllDead(relid))
+			continue;
+		if (OtherRotationRunning() || DumpRunning())
+			return;
+		QueueExecuteOn(call, &statements[PLAN_RING_LIVE_JOBS], RingJobTable(ring), NULL, NULL,
+					   SPI_OK_SELECT);
+		if (SpiInt8(0, 1) == 0 && LockPartitionBriefly(relid))
+			(void) MoveAndTruncate(call, ring);
+	}
+}
+
+/*
+ * From queue_tick (1.3): rotate if it is time, and empty partitions whose
+ * rows are all dead.  Not in a transaction block (BEGIN ... COMMIT): the
+ * rotation's lock would be held, and every claim kept waiting, until that
+ * transaction ends.  Between SPI_connect and SPI_finish.
  */
 void
 RotateRingIfDue(const JqCall *call)
 {
-	if (!IsTransactionBlock())
-		(void) RotateRing(call, -1);
+	if (IsTransactionBlock())
+		return;
+	(void) RotateRing(call, -1);
+	EmptyDeadPartitions(call);
 }
 
 /*

@@ -96,5 +96,11 @@ StaticAssertDecl((JQ_ERROR_TEXT_SQL_KEEP + 1) * 4 + sizeof(JQ_TRUNCATED_MARKER) 
 #define JQ_DEFAULT_RING_LOCK_TIMEOUT_MS	20
 /* A rotation moves at most this many live jobs (more: it leaves the partition be). */
 #define JQ_RING_MOVE_MAX				10000
+/*
+ * A ring partition whose rows are all dead is emptied at the next tick,
+ * current or not, once it holds at least this much (rotation.c): at most one
+ * TRUNCATE per this many bytes of jobs done.
+ */
+#define JQ_RING_DEAD_TRUNCATE_BYTES		(1024 * 1024)
 
 #endif							/* JOBQUEUE_CONTRACT_H */

@@ -20,6 +20,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from checks import Checks  # noqa: E402,F401  (the suites import it from here)
 
 
+# Every column of a job row that a rotation must keep (ring: where it is).
+JOB_COLUMNS = ("id, queue, name, payload::text, attempts, max_attempts, priority, unique_key, available_at,"
+               " reserved_until, reserved_by, last_error, created_at, token, ready, deadline, ring")
+
+
 def connect(dbname, autocommit=True, settings=None):
     """A connection to dbname; settings ({name: value}) are SET for the session."""
     conn = psycopg2.connect(dbname=dbname, connect_timeout=10)
@@ -172,6 +177,18 @@ def kill_server():
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
     return stuck
+
+
+def wait_for_server(db, seconds=60):
+    """A connection to db once the server answers (after start_server)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return db.connect()
+        except psycopg2.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def start_server():

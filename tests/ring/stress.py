@@ -55,7 +55,8 @@ resumes the queues and retries what failed until the backlog (the "never"
 jobs aside) is empty.  Checked at the end, from what each session recorded
 (times are the server's: a claim's moment is its reserved_until minus its
 lease; a call's is clock_timestamp() read in the same statement just before
-it; a claim's start is its statement_timestamp()):
+it; a claim runs from its statement_timestamp() to a clock_timestamp()
+read after queue_reserve returned, in the same statement):
   - every job pushed in a committed transaction (or resolved as committed)
     was claimed or cancelled, except the "never" ones;
   - each was completed (a successful queue_delete, or one a kill cut that
@@ -71,8 +72,11 @@ it; a claim's start is its statement_timestamp()):
     cut are left out), and none was claimed after it was cancelled;
   - every successful call used the token of the job's latest claim, and no
     rolled-back claim's token worked;
-  - no claim that started inside a pause window handed out a job of the
-    paused queue, and a queue paused before a kill was still paused after;
+  - no claim that ran inside a pause window (it started after the pause
+    committed and returned before the resume began) handed out a job of the
+    paused queue (a claim still running when the resume commits may see
+    it: its statements take their snapshots as they go), and a queue
+    paused before a kill was still paused after;
   - no id was ever in two rows or in both tables;
   - every "long" or "never" job moved at most once, from the ring partition
     it was pushed to, to queue_jobs_long, and never back; in
@@ -142,7 +146,7 @@ committed = set()          # ids returned by pushes of committed transactions
 committed_list = []        # the same, in order, for the admin's cancels
 rolled_back = set()        # pids of pushes (without unique key) that rolled back or never committed
 claims = []                # (id, token, claim moment, reserved_until) of committed claims
-claim_info = {}            # (id, token) -> (pid, queue, statement start or None when adopted)
+claim_info = {}            # (id, token) -> (pid, queue, statement start, a moment after it returned; None when adopted)
 claimed_pids = {}          # pid -> id, of every claim recorded
 rolled_back_claims = []    # (id, token)
 calls = []                 # (id, token, kind, moment, ok)
@@ -382,14 +386,15 @@ def work_on(s, rng, job_id, token):
     # else: abandoned, its lease runs out
 
 
-CLAIM = ("SELECT id, token, reserved_until, payload->>'pid', queue, statement_timestamp()"
+CLAIM = ("SELECT id, token, reserved_until, payload->>'pid', queue, statement_timestamp(), clock_timestamp()"
          " FROM queue_reserve(%s, %s::interval, %s, %s)")
-ADOPT = "SELECT id, token, reserved_until, payload->>'pid', queue, NULL FROM queue_jobs WHERE reserved_by = %s"
+ADOPT = ("SELECT id, token, reserved_until, payload->>'pid', queue, NULL, NULL"
+         " FROM queue_jobs WHERE reserved_by = %s")
 
 
 def note_claims(rows, lease):
-    for job_id, token, until, pid, queue, started in rows:
-        claim_info[(job_id, token)] = (pid, queue, started)
+    for job_id, token, until, pid, queue, started, ended in rows:
+        claim_info[(job_id, token)] = (pid, queue, started, ended)
         claimed_pids[pid] = job_id
         claims.append((job_id, token, until - datetime.timedelta(seconds=lease), until))
 
@@ -919,12 +924,12 @@ def main():
                  [s for s in samples if s[0] or s[1]][:5])
 
     in_pause = []
-    for (job_id, token), (_, queue, started) in claim_info.items():
-        inside = [(str(s), str(e), h) for q, s, e, h in windows if q == queue and s < started < e] \
+    for (job_id, token), (_, queue, started, ended) in claim_info.items():
+        inside = [(str(s), str(e), h) for q, s, e, h in windows if q == queue and s < started and ended < e] \
             if started is not None else []
         if inside:
-            in_pause.append((job_id, queue, str(started), inside))
-    checks.check(f"no claim that started while its queue was paused handed out its job ({len(windows)} pauses)",
+            in_pause.append((job_id, queue, str(started), str(ended), inside))
+    checks.check(f"no claim that ran while its queue was paused handed out its job ({len(windows)} pauses)",
                  not in_pause, f"{len(in_pause)}, e.g. {in_pause[:5]}; kills at {[str(k['at']) for k in kills]}")
     checks.check(f"the queues paused before a kill were still paused after it ({len(pause_kept)})",
                  all(k for _, k in pause_kept), [q for q, k in pause_kept if not k])

@@ -151,14 +151,23 @@ def _alive(pid):
         return False
 
 
-def kill_server():
+def kill_server(every_process=False):
     """kill -9 of the postmaster of the suite's cluster; waits until its
     children (which exit when they notice) are gone, so it can start again.
     Returns the commands of the children still alive after 30 s (then
-    killed too): every server process should notice its postmaster's death."""
+    killed too): every server process should notice its postmaster's death.
+    every_process: its children are killed with it, right after it (a
+    machine's crash: statements in flight, commits included, are cut where
+    they are, where a postmaster's death alone lets them finish)."""
     pid = postmaster_pid()
     kids = _children(pid)
     os.kill(pid, signal.SIGKILL)
+    if every_process:
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     deadline = time.monotonic() + 30
     while any(_alive(k) for k in kids) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -39,7 +39,11 @@ the ring turns many times:
     (crash recovery): one kill in the middle of a rotation that moved jobs
     and truncated its partition but has not committed, one right after a
     rotation that committed having moved jobs, the others at any moment
-    (the kinds taken in turn, in a random order).  Every session reconnects
+    (the kinds taken in turn, in a random order); the postmaster alone
+    (its backends finish the statement in hand, reply, and exit when they
+    notice) or with every server process at once (statements and commits
+    in flight cut where they are: a commit may be done with no reply), in
+    turn, in a random order.  Every session reconnects
     and resolves what the kill left unknown: a push transaction cut anywhere
     (its commit included) is looked up by its payload ids in queue_jobs, the
     failed table and the jobs claimed so far (committed, counted once, or
@@ -87,8 +91,9 @@ read after queue_reserve returned, in the same statement):
   - the holder's jobs kept token and lease while held (some of them in
     queue_jobs_long), and every one completed with its token, also those
     held over a kill;
-  - with kills: every kill happened (the rotation kinds too), every server
-    process exited, every connection lost was lost to a kill;
+  - with kills: every kill happened (the rotation kinds and both ways of
+    killing too), every server process exited when the postmaster alone was
+    killed, every connection lost was lost to a kill;
   - the ring turned: rotations of ring 0 and 1 truncated many times, moved
     jobs, and some jobs were moved to queue_jobs_long; claim positions were
     in use.
@@ -174,6 +179,7 @@ server_up.set()
 kill_epoch = [0]
 kills = []                 # {"kind", "moved", "stuck", "down"}
 kill_request = [None]      # the kind the rotator should kill in, if any
+kill_how = ["postmaster"]  # what each kill kills in turn: "postmaster" or "every process"
 kill_done = threading.Event()
 unknown_pushes = []        # (pids, "committed" | "not committed")
 adopted = []               # (claim name, jobs adopted)
@@ -470,8 +476,8 @@ def holder(db, rng):
                 row = s.retrying(lambda cur: (cur.execute(HELD_ROW, (job_id,)), cur.fetchone())[1])
                 kept = row is not None and row[0] == token and row[1] == until
                 ok, _ = fenced(s, "delete", job_id, token, "queue_delete(%s, %s)")
-                if ok is None:
-                    ok = redos[-1][2]
+                if ok is None:   # cut by a kill: the completion after the restart says
+                    ok = next(r[2] for r in reversed(redos) if r[:2] == (job_id, token))
                 held.append((job_id, token, ok, kept, row is not None and row[2] == "queue_jobs_long",
                              epoch, kill_epoch[0]))
         except psycopg2.Error as e:
@@ -552,14 +558,16 @@ def admin(db, rng):
 
 
 def kill(kind, moved=None):
-    """kill -9 of the postmaster, then start it again (crash recovery)."""
+    """kill -9 of the postmaster (alone, or with every server process: the
+    next in kill_how), then start it again (crash recovery)."""
+    every = kill_how[len(kills) % len(kill_how)] == "every process"
     with kill_lock:
         started = time.monotonic()
         at = datetime.datetime.now(datetime.timezone.utc)
         kill_epoch[0] += 1
         server_up.clear()
         try:
-            stuck = kill_server()
+            stuck = kill_server(every_process=every)
             start_server()
             if SELFTEST == "lose":
                 conn = wait_for_db()
@@ -574,8 +582,8 @@ def kill(kind, moved=None):
             raise
         finally:
             server_up.set()
-        kills.append({"kind": kind, "moved": moved, "stuck": stuck, "down": time.monotonic() - started,
-                      "at": at})
+        kills.append({"kind": kind, "every": every, "moved": moved, "stuck": stuck,
+                      "down": time.monotonic() - started, "at": at})
 
 
 def wait_for_db():
@@ -596,6 +604,7 @@ def killer(rng):
     """KILLS kills, one in each of KILLS equal spans of the first 80 % of
     the run (after its first 10 %), in kinds taken in turn."""
     kinds = rng.sample(["open rotation", "after rotation", "any moment"], 3)
+    kill_how[:] = rng.sample(["postmaster", "every process"], 2)
     started = time.monotonic()
     span = RUN_S * 0.7 / max(KILLS, 1)
     for i in range(KILLS):
@@ -889,7 +898,8 @@ def main():
           f"holder: {len(held)} jobs, {sum(1 for h in held if h[4])} in long, "
           f"{sum(1 for h in held if h[5] != h[6])} over a kill")
     for k in kills:
-        print(f"kill ({k['kind']}): {k['moved'] if k['moved'] is not None else '-'} jobs in the open or last "
+        print(f"kill ({k['kind']}, {'every process' if k['every'] else 'the postmaster'}): "
+              f"{k['moved'] if k['moved'] is not None else '-'} jobs in the open or last "
               f"rotation, server back after {k['down']:.1f} s")
     if KILLS:
         print(f"after the kills: {len(unknown_pushes)} push transactions unknown "
@@ -957,7 +967,9 @@ def main():
                      f"{len(kills)} kills")
         checks.check("a kill hit an open rotation that had moved jobs",
                      KILLS < 3 or any(k["kind"] == "open rotation" for k in kills))
-        checks.check("every server process exited when the postmaster was killed",
+        checks.check("the postmaster was killed alone, and with every server process",
+                     KILLS < 2 or {k["every"] for k in kills} == {False, True})
+        checks.check("every server process exited when the postmaster alone was killed",
                      not any(k["stuck"] for k in kills), [k["stuck"] for k in kills if k["stuck"]])
         checks.check("a completion with its token after a restart worked whenever the job still had that token",
                      not token_refused, token_refused[:5])

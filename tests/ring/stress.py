@@ -111,7 +111,9 @@ Needs jobqueue preloaded (PG* environment; a superuser).  Knobs:
                            lose      after each restart one "never" job and
                                      one due job are deleted (a lossy crash);
                            moveback  the rotator moves some waiting jobs of
-                                     queue_jobs_long back to a ring partition
+                                     queue_jobs_long back to a ring partition;
+                           noresolve a push or claim a kill cut is taken as
+                                     not committed, without looking
 Last line: "N passed, N failed".
 """
 import collections
@@ -187,6 +189,22 @@ uncertain = []             # (id, token, kind, claim moment): fenced calls a kil
 redos = []                 # (id, token, ok): the completion after such a call
 token_refused = []         # (id, token): a redo refused while the job still had that token
 held = []                  # holder: (id, token, ok, kept, in long, epoch at claim, epoch at completion)
+# commits left without a reply: with synchronous_standby_names naming no
+# standby (stress.sh), a session that sets synchronous_commit = on flushes
+# its commit and then waits for ever; a kill cuts it, and the outcome must
+# be found committed after the restart
+LIMBO = {"push": threading.Event(), "claim": threading.Event(), "delete": threading.Event()}
+limbo_on = [False]         # the cluster names a standby that is not there
+limbo = []                 # (kind, what, resolved committed)
+
+
+def limbo_take(kind):
+    """True (once) when the killer asked for a commit of this kind left
+    without a reply: the caller's next commit waits until the kill."""
+    if limbo_on[0] and LIMBO[kind].is_set():
+        LIMBO[kind].clear()
+        return True
+    return False
 
 
 def record_error(who, e):
@@ -263,8 +281,15 @@ def fenced(s, kind, job_id, token, sql, args=()):
     the restart the job is completed with the same token, which works if
     the call did not commit (nor was the job claimed again); returns
     (None, None) then."""
+    waits = kind == "delete" and limbo_take("delete")
     try:
-        return call(s.cur, kind, job_id, token, sql, args)
+        if waits:
+            s.cur.execute("SET synchronous_commit = on")
+        done = call(s.cur, kind, job_id, token, sql, args)
+        if waits:
+            s.cur.execute("SET synchronous_commit = local")
+            LIMBO["delete"].set()   # it did not write (a stale token): again
+        return done
     except psycopg2.Error as e:
         if not s.lost(e):
             raise
@@ -272,6 +297,10 @@ def fenced(s, kind, job_id, token, sql, args=()):
     uncertain.append((job_id, token, kind, moment))
     ok, _ = s.retrying(lambda cur: call(cur, "delete", job_id, token, "queue_delete(%s, %s)"))
     redos.append((job_id, token, ok))
+    if waits:
+        gone = s.retrying(lambda cur: one(cur.connection, "SELECT count(*) = 0 FROM queue_jobs WHERE id = %s",
+                                          (job_id,)))
+        limbo.append(("delete", (job_id, token), not ok and gone))
     if not ok:
         current = s.retrying(lambda cur: one(cur.connection, "SELECT token FROM queue_jobs WHERE id = %s", (job_id,)))
         if current == token:
@@ -313,8 +342,10 @@ def resolve_push(s, jobs, keyed):
     after a claim was recorded)."""
     pids = [pid for _, pid, *_ in jobs]
     found = dict(s.retrying(lambda cur: (cur.execute(RESOLVE_PUSH, (pids, pids)), cur.fetchall())[1]))
+    if SELFTEST == "noresolve":
+        found = {}
     for pid in pids:
-        if pid not in found and pid in claimed_pids:
+        if pid not in found and pid in claimed_pids and SELFTEST != "noresolve":
             found[pid] = claimed_pids[pid]
     if found:
         if len(found) != len(pids) and not keyed:
@@ -340,6 +371,7 @@ def producer(db, n, rng):
         count = 1 if keyed or rng.random() < 0.7 else rng.randint(2, 4)
         late = time.monotonic() - started > RUN_S - LONG_UNTIL
         jobs = []              # (id or None, pid, kind, name, queue, payload)
+        waits = False
         try:
             for _ in range(count):
                 seq += 1
@@ -357,11 +389,18 @@ def producer(db, n, rng):
                 if not keyed:   # a keyed push may have answered with a committed holder's id
                     rolled_back.update(pid for _, pid, *_ in jobs)
             else:
+                waits = not keyed and limbo_take("push")
+                if waits:
+                    s.cur.execute("SET LOCAL synchronous_commit = on")
                 s.conn.commit()
+                if waits:   # a commit that wrote nothing does not wait: again
+                    LIMBO["push"].set()
                 committed_jobs([j[0] for j in jobs], [tuple(j) for j in jobs])
         except psycopg2.Error as e:
             if s.lost(e):
                 resolve_push(s, jobs, keyed)
+                if waits:
+                    limbo.append(("push", [pid for _, pid, *_ in jobs], unknown_pushes[-1][1] == "committed"))
             else:
                 s.rollback()
                 rolled_back.update([] if keyed else [pid for _, pid, *_ in jobs])
@@ -405,17 +444,29 @@ def note_claims(rows, lease):
         claims.append((job_id, token, until - datetime.timedelta(seconds=lease), until))
 
 
-def claim(s, name, args, lease):
+def claim(s, name, args, lease, may_wait=False):
     """A claim; if a kill cuts it, its jobs (if it committed) are found by
     its reserved_by and adopted."""
+    waits = may_wait and limbo_take("claim")
+    if waits:   # a lease that outlasts the restart: the adopted jobs are still ours
+        args, lease = (args[0], f"{HOLD_LEASE} seconds") + tuple(args[2:]), HOLD_LEASE
     try:
+        if waits:
+            s.cur.execute("SET synchronous_commit = on")
         s.cur.execute(CLAIM, args)
         rows = s.cur.fetchall()
+        if waits:
+            s.cur.execute("SET synchronous_commit = local")
+            LIMBO["claim"].set()    # it claimed nothing: again
     except psycopg2.Error as e:
         if not s.lost(e):
             raise
         rows = s.retrying(lambda cur: (cur.execute(ADOPT, (name,)), cur.fetchall())[1])
+        if SELFTEST == "noresolve":
+            rows = []
         adopted.append((name, len(rows)))
+        if waits:
+            limbo.append(("claim", name, len(rows) > 0))
     note_claims(rows, lease)
     return rows
 
@@ -441,7 +492,7 @@ def worker(db, n, rng):
                     if rng.random() < 0.3:
                         call(s.cur, "stale", job_id, token, "queue_delete(%s, %s)")
                 continue
-            rows = claim(s, name, args, lease)
+            rows = claim(s, name, args, lease, may_wait=True)
             if not rows:
                 time.sleep(0.01)
                 continue
@@ -615,7 +666,12 @@ def killer(rng):
             return
         kind = kinds[i % 3]
         if kind == "any moment":
+            for event in LIMBO.values():
+                event.set()
+            time.sleep(1)
             kill(kind)
+            for event in LIMBO.values():
+                event.clear()
             continue
         kill_done.clear()
         kill_request[0] = kind
@@ -841,6 +897,8 @@ def main():
         one(conn, """CREATE FUNCTION claim_position(text)
                        RETURNS TABLE (trusted boolean, priority integer, id bigint)
                        AS 'jobqueue', 'jobqueue_claim_position' LANGUAGE C STRICT""")
+        limbo_on[0] = bool(KILLS and one(conn, "SHOW synchronous_standby_names")
+                           and one(conn, "SHOW synchronous_commit") == "local")
         conn.close()
         threads = [threading.Thread(target=producer, args=(db, n, random.Random(rng.random())))
                    for n in range(PRODUCERS)]
@@ -907,6 +965,7 @@ def main():
               f"unknown ({sum(1 for _, n in adopted if n)} committed, {sum(n for _, n in adopted)} jobs adopted), "
               f"{len(uncertain)} fenced calls unknown ({sum(cut_done.values())} completions that committed), "
               f"{sum(1 for r in redos if r[2])} completed after the restart with their tokens")
+        print(f"commits left without a reply at a kill: {', '.join(f'{k} {w}' for k, w, _ in limbo) or 'none'}")
 
     checks.check("no session hit an error", not errors, "; ".join(errors[:5]))
     checks.check("the queues drained (nothing but the \"never\" jobs left in queue_jobs or queue_failed_jobs)",
@@ -967,6 +1026,12 @@ def main():
                      f"{len(kills)} kills")
         checks.check("a kill hit an open rotation that had moved jobs",
                      KILLS < 3 or any(k["kind"] == "open rotation" for k in kills))
+        checks.check(f"every push, claim and completion left without a reply at a kill was found committed "
+                     f"({len(limbo)}: {sorted({k for k, _, _ in limbo})})",
+                     not limbo_on[0] or not any(k["kind"] == "any moment" for k in kills)
+                     or ({k for k, _, _ in limbo} == set(LIMBO) and all(c for _, _, c in limbo)),
+                     [x for x in limbo if not x[2]] or "not every kind was left waiting"
+                     if limbo_on[0] else "")
         checks.check("the postmaster was killed alone, and with every server process",
                      KILLS < 2 or {k["every"] for k in kills} == {False, True})
         checks.check("every server process exited when the postmaster alone was killed",

@@ -43,7 +43,11 @@ the ring turns many times:
     (its backends finish the statement in hand, reply, and exit when they
     notice) or with every server process at once (statements and commits
     in flight cut where they are: a commit may be done with no reply), in
-    turn, in a random order.  Every session reconnects
+    turn, in a random order.  Just before a kill at any moment, one push
+    transaction, one claim (with a 30 s lease) and one completion commit
+    with synchronous_commit = on on a cluster whose synchronous standby
+    never comes (stress.sh): each is flushed and then waits for ever, a
+    commit done with no reply.  Every session reconnects
     and resolves what the kill left unknown: a push transaction cut anywhere
     (its commit included) is looked up by its payload ids in queue_jobs, the
     failed table and the jobs claimed so far (committed, counted once, or
@@ -93,7 +97,9 @@ read after queue_reserve returned, in the same statement):
     held over a kill;
   - with kills: every kill happened (the rotation kinds and both ways of
     killing too), every server process exited when the postmaster alone was
-    killed, every connection lost was lost to a kill;
+    killed, every connection lost was lost to a kill; the push, claim and
+    completion left without a reply were each found committed (the push's
+    jobs, the claim's jobs adopted, the job gone and counted completed);
   - the ring turned: rotations of ring 0 and 1 truncated many times, moved
     jobs, and some jobs were moved to queue_jobs_long; claim positions were
     in use.
@@ -142,7 +148,7 @@ WORKERS = 3
 UNIQUE_KEYS = 40
 MAX_BACKLOG = 3000   # producers wait while more jobs than this are unfinished
 HOLD_LEASE = 30      # seconds: the holder's lease, longer than any hold and restart
-LONG_UNTIL = 20      # seconds before the end: no "long" delay after that (the drain stays short)
+LONG_UNTIL = min(20, RUN_S / 3)   # seconds before the end: no "long" delay after that (the drain stays short)
 
 stop_producing = threading.Event()   # producers, cancels and pauses stop
 draining = threading.Event()         # workers only complete

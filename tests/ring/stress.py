@@ -298,6 +298,8 @@ def fenced(s, kind, job_id, token, sql, args=()):
         return done
     except psycopg2.Error as e:
         if not s.lost(e):
+            if waits:   # no later commit of this session may wait
+                s.cur.execute("SET synchronous_commit = local")
             raise
     moment = max((m for i, t, m, _ in claims if i == job_id and t == token), default=None)
     uncertain.append((job_id, token, kind, moment))
@@ -466,6 +468,8 @@ def claim(s, name, args, lease, may_wait=False):
             LIMBO["claim"].set()    # it claimed nothing: again
     except psycopg2.Error as e:
         if not s.lost(e):
+            if waits:   # no later commit of this session may wait
+                s.cur.execute("SET synchronous_commit = local")
             raise
         rows = s.retrying(lambda cur: (cur.execute(ADOPT, (name,)), cur.fetchall())[1])
         if SELFTEST == "noresolve":

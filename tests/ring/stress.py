@@ -47,7 +47,10 @@ the ring turns many times:
     transaction, one claim (with a 30 s lease) and one completion commit
     with synchronous_commit = on on a cluster whose synchronous standby
     never comes (stress.sh): each is flushed and then waits for ever, a
-    commit done with no reply.  Every session reconnects
+    commit done with no reply (the killer waits up to 5 s for the three to
+    be sent; one sent less than 200 ms before the kill is an ordinary
+    unknown outcome, not one that must be found committed).  Every session
+    reconnects
     and resolves what the kill left unknown: a push transaction cut anywhere
     (its commit included) is looked up by its payload ids in queue_jobs, the
     failed table and the jobs claimed so far (committed, counted once, or
@@ -202,6 +205,8 @@ held = []                  # holder: (id, token, ok, kept, in long, epoch at cla
 LIMBO = {"push": threading.Event(), "claim": threading.Event(), "delete": threading.Event()}
 limbo_on = [False]         # the cluster names a standby that is not there
 limbo = []                 # (kind, what, resolved committed)
+limbo_sent = {}            # kind -> monotonic moment its waiting statement was sent
+kill_began = [0.0]         # monotonic moment of the last kill
 
 
 def limbo_take(kind):
@@ -211,6 +216,20 @@ def limbo_take(kind):
         LIMBO[kind].clear()
         return True
     return False
+
+
+def limbo_cut(kind):
+    """After a kill cut the kind's waiting statement: True if it was sent
+    well before the kill (its commit was flushed, the kill found it waiting),
+    False if the kill may have come first (an ordinary unknown outcome)."""
+    sent = limbo_sent.pop(kind, None)
+    return sent is not None and sent < kill_began[0] - 0.2
+
+
+def limbo_again(kind):
+    """The waiting statement returned: it wrote nothing, so it did not wait."""
+    limbo_sent.pop(kind, None)
+    LIMBO[kind].set()
 
 
 def record_error(who, e):
@@ -291,10 +310,11 @@ def fenced(s, kind, job_id, token, sql, args=()):
     try:
         if waits:
             s.cur.execute("SET synchronous_commit = on")
+            limbo_sent["delete"] = time.monotonic()
         done = call(s.cur, kind, job_id, token, sql, args)
         if waits:
             s.cur.execute("SET synchronous_commit = local")
-            LIMBO["delete"].set()   # it did not write (a stale token): again
+            limbo_again("delete")   # it did not write (a stale token)
         return done
     except psycopg2.Error as e:
         if not s.lost(e):
@@ -305,7 +325,7 @@ def fenced(s, kind, job_id, token, sql, args=()):
     uncertain.append((job_id, token, kind, moment))
     ok, _ = s.retrying(lambda cur: call(cur, "delete", job_id, token, "queue_delete(%s, %s)"))
     redos.append((job_id, token, ok))
-    if waits:
+    if waits and limbo_cut("delete"):
         gone = s.retrying(lambda cur: one(cur.connection, "SELECT count(*) = 0 FROM queue_jobs WHERE id = %s",
                                           (job_id,)))
         limbo.append(("delete", (job_id, token), not ok and gone))
@@ -372,7 +392,7 @@ def producer(db, n, rng):
     seq = 0
     started = time.monotonic()
     while not stop_producing.is_set():
-        if len(committed_list) - len(finished) > MAX_BACKLOG:
+        if len(committed_list) - len(finished) > MAX_BACKLOG and not LIMBO["push"].is_set():
             time.sleep(0.05)   # so that the workers can drain it in time at the end
             continue
         keyed = rng.random() < 0.08
@@ -400,14 +420,15 @@ def producer(db, n, rng):
                 waits = not keyed and limbo_take("push")
                 if waits:
                     s.cur.execute("SET LOCAL synchronous_commit = on")
+                    limbo_sent["push"] = time.monotonic()
                 s.conn.commit()
-                if waits:   # a commit that wrote nothing does not wait: again
-                    LIMBO["push"].set()
+                if waits:
+                    limbo_again("push")
                 committed_jobs([j[0] for j in jobs], [tuple(j) for j in jobs])
         except psycopg2.Error as e:
             if s.lost(e):
                 resolve_push(s, jobs, keyed)
-                if waits:
+                if waits and limbo_cut("push"):
                     limbo.append(("push", [pid for _, pid, *_ in jobs], unknown_pushes[-1][1] == "committed"))
             else:
                 s.rollback()
@@ -461,11 +482,12 @@ def claim(s, name, args, lease, may_wait=False):
     try:
         if waits:
             s.cur.execute("SET synchronous_commit = on")
+            limbo_sent["claim"] = time.monotonic()
         s.cur.execute(CLAIM, args)
         rows = s.cur.fetchall()
         if waits:
             s.cur.execute("SET synchronous_commit = local")
-            LIMBO["claim"].set()    # it claimed nothing: again
+            limbo_again("claim")    # it claimed nothing
     except psycopg2.Error as e:
         if not s.lost(e):
             if waits:   # no later commit of this session may wait
@@ -475,7 +497,7 @@ def claim(s, name, args, lease, may_wait=False):
         if SELFTEST == "noresolve":
             rows = []
         adopted.append((name, len(rows)))
-        if waits:
+        if waits and limbo_cut("claim"):
             limbo.append(("claim", name, len(rows) > 0))
     note_claims(rows, lease)
     return rows
@@ -625,6 +647,7 @@ def kill(kind, moved=None):
     with kill_lock:
         started = time.monotonic()
         at = datetime.datetime.now(datetime.timezone.utc)
+        kill_began[0] = time.monotonic()
         kill_epoch[0] += 1
         server_up.clear()
         try:
@@ -676,9 +699,13 @@ def killer(rng):
             return
         kind = kinds[i % 3]
         if kind == "any moment":
+            limbo_sent.clear()
             for event in LIMBO.values():
                 event.set()
-            time.sleep(1)
+            deadline = time.monotonic() + 5   # until each kind's statement is sent
+            while len(limbo_sent) < len(LIMBO) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
             kill(kind)
             for event in LIMBO.values():
                 event.clear()

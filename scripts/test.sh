@@ -132,15 +132,17 @@ suite_pgbouncer() {
 
 SUITES=(packaging regress plan_rule client cli pgbouncer battery dump search_path notify chaos examples package)
 
-# The storage ring (1.3): a randomised stress run with rotations at random
-# (60 s of work, 300 s with --long); a held snapshot, a held lock, kill -9,
-# rotations by time, an idle queue that writes nothing and rotations while
-# workers wait, against a cluster of its own; pg_dump / restore of
-# a database updated from 1.2, and a dump racing a rotation.
+# The storage ring (1.3): a randomised stress run with rotations, pauses,
+# long delays and three kill -9 of the server at random (60 s of work, 300 s
+# and eight kills with --long), against a cluster of its own; a held
+# snapshot, a held lock, kill -9, rotations by time, an idle queue that
+# writes nothing and rotations while workers wait, against a cluster of its
+# own; pg_dump / restore of a database updated from 1.2, and a dump racing a
+# rotation.
 suite_ring_stress() {
     local seconds=60
     [[ $JQ_LONG == 1 ]] && seconds=300
-    JQ_RING_STRESS_SECONDS=$seconds timeout $((seconds + 150)) /usr/bin/python3 tests/ring/stress.py
+    JQ_RING_STRESS_SECONDS=$seconds timeout $((seconds + 240)) bash tests/ring/stress.sh
 }
 suite_ring() { timeout 900 bash tests/ring/run.sh; }
 suite_ring_dump() { timeout 180 bash tests/ring/dump.sh; }

@@ -47,10 +47,7 @@ import time
 import psycopg2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ringlib import Checks, Database, Load, kill_server, one, start_server  # noqa: E402
-
-JOB_COLUMNS = ("id, queue, name, payload::text, attempts, max_attempts, priority, unique_key, available_at,"
-               " reserved_until, reserved_by, last_error, created_at, token, ready, deadline, ring")
+from ringlib import JOB_COLUMNS, Checks, Database, Load, kill_server, one, start_server, wait_for_server  # noqa: E402
 
 
 def rows(conn, sql, args=None):
@@ -62,17 +59,6 @@ def rows(conn, sql, args=None):
 def state(conn):
     return (rows(conn, f"SELECT {JOB_COLUMNS} FROM queue_jobs ORDER BY id"),
             rows(conn, "SELECT * FROM queue_failed_jobs ORDER BY id"))
-
-
-def wait_for_server(db, seconds=60):
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            return db.connect()
-        except psycopg2.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
 
 
 def open_rotation(checks, db):

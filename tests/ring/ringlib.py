@@ -20,6 +20,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from checks import Checks  # noqa: E402,F401  (the suites import it from here)
 
 
+# Every column of a job row that a rotation must keep (ring: where it is).
+JOB_COLUMNS = ("id, queue, name, payload::text, attempts, max_attempts, priority, unique_key, available_at,"
+               " reserved_until, reserved_by, last_error, created_at, token, ready, deadline, ring")
+
+
 def connect(dbname, autocommit=True, settings=None):
     """A connection to dbname; settings ({name: value}) are SET for the session."""
     conn = psycopg2.connect(dbname=dbname, connect_timeout=10)
@@ -146,14 +151,23 @@ def _alive(pid):
         return False
 
 
-def kill_server():
+def kill_server(every_process=False):
     """kill -9 of the postmaster of the suite's cluster; waits until its
     children (which exit when they notice) are gone, so it can start again.
     Returns the commands of the children still alive after 30 s (then
-    killed too): every server process should notice its postmaster's death."""
+    killed too): every server process should notice its postmaster's death.
+    every_process: its children are killed with it, right after it (a
+    machine's crash: statements in flight, commits included, are cut where
+    they are, where a postmaster's death alone lets them finish)."""
     pid = postmaster_pid()
     kids = _children(pid)
     os.kill(pid, signal.SIGKILL)
+    if every_process:
+        for k in kids:
+            try:
+                os.kill(k, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     deadline = time.monotonic() + 30
     while any(_alive(k) for k in kids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -172,6 +186,18 @@ def kill_server():
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
     return stuck
+
+
+def wait_for_server(db, seconds=60):
+    """A connection to db once the server answers (after start_server)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return db.connect()
+        except psycopg2.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def start_server():

@@ -74,12 +74,12 @@ typedef struct PartitionShape
 	bool		usable;
 	int			natts;
 	AttrNumber	attnum[NUM_PUSH_COLUMNS];
-	Datum	   *defaults;		/* per attribute, in ShapeContext */
+	Datum	   *defaults;		/* per attribute, in context */
 	bool	   *default_nulls;
+	MemoryContext context;		/* emptied each time the shape is read again */
 } PartitionShape;
 
 static PartitionShape shapes[NUM_JOB_TABLES];
-static MemoryContext ShapeContext = NULL;
 static bool forget_registered = false;
 
 /* A partition's definition changed (or the cache was reset): read it again. */
@@ -105,10 +105,13 @@ ShapeOf(JobTable table, Relation rel)
 		CacheRegisterRelcacheCallback(ForgetShapes, (Datum) 0);
 		forget_registered = true;
 	}
-	if (ShapeContext == NULL)
-		ShapeContext = AllocSetContextCreate(TopMemoryContext, "jobqueue partition shapes",
-											 ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(ShapeContext);
+	/* read again after every TRUNCATE (a rotation): the old shape's memory goes */
+	if (shape->context == NULL)
+		shape->context = AllocSetContextCreate(TopMemoryContext, "jobqueue partition shape",
+											   ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(shape->context);
+	old = MemoryContextSwitchTo(shape->context);
 	shape->usable = true;
 	shape->natts = desc->natts;
 	shape->defaults = palloc0(sizeof(Datum) * desc->natts);

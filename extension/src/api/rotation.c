@@ -171,14 +171,15 @@ RingPartition(const JqCall *call, int ring)
 	return relid;
 }
 
-static bool
-PartitionHasPages(Oid relid)
+/* A ring partition's size in blocks (a moment's ACCESS SHARE lock to read it). */
+static BlockNumber
+PartitionBlocks(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	bool		has_pages = RelationGetNumberOfBlocks(rel) > 0;
+	BlockNumber blocks = RelationGetNumberOfBlocks(rel);
 
 	table_close(rel, AccessShareLock);
-	return has_pages;
+	return blocks;
 }
 
 /* Whether another session of this database is rotating now (else: our turn). */
@@ -349,7 +350,7 @@ RotateRing(const JqCall *call, int ring)
 		}
 	}
 	relid = RingPartition(call, result.ring);
-	if (!PartitionHasPages(relid))
+	if (PartitionBlocks(relid) == 0)
 		result.outcome = "empty";
 	else if (OtherRotationRunning() || DumpRunning())
 		result.outcome = "busy";
@@ -384,12 +385,9 @@ RotateRing(const JqCall *call, int ring)
 static bool
 LooksAllDead(Oid relid)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
-	bool		big = (uint64) RelationGetNumberOfBlocks(rel) * BLCKSZ >= JQ_RING_DEAD_TRUNCATE_BYTES;
 	PgStat_StatTabEntry *stats;
 
-	table_close(rel, AccessShareLock);
-	if (!big)
+	if ((uint64) PartitionBlocks(relid) * BLCKSZ < JQ_RING_DEAD_TRUNCATE_BYTES)
 		return false;
 	stats = pgstat_fetch_stat_tabentry(relid);
 	return stats != NULL && stats->n_dead_tuples > 0 &&

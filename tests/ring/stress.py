@@ -48,7 +48,8 @@ the ring turns many times:
     with synchronous_commit = on on a cluster whose synchronous standby
     never comes (stress.sh): each is flushed and then waits for ever, a
     commit done with no reply (the killer waits up to 5 s for the three to
-    be sent; one sent less than 200 ms before the kill is an ordinary
+    be sent; one whose backend the killer did not see waiting for the standby
+    (wait event SyncRep) is an ordinary
     unknown outcome, not one that must be found committed).  Every session
     reconnects
     and resolves what the kill left unknown: a push transaction cut anywhere
@@ -206,6 +207,8 @@ LIMBO = {"push": threading.Event(), "claim": threading.Event(), "delete": thread
 limbo_on = [False]         # the cluster names a standby that is not there
 limbo = []                 # (kind, what, resolved committed)
 limbo_sent = {}            # kind -> monotonic moment its waiting statement was sent
+limbo_pid = {}             # kind -> the backend of its waiting statement
+limbo_waiting = set()      # kinds whose backend the killer saw waiting for the standby
 kill_began = [0.0]         # monotonic moment of the last kill
 
 
@@ -219,11 +222,34 @@ def limbo_take(kind):
 
 
 def limbo_cut(kind):
-    """After a kill cut the kind's waiting statement: True if it was sent
-    well before the kill (its commit was flushed, the kill found it waiting),
-    False if the kill may have come first (an ordinary unknown outcome)."""
+    """After a kill cut the kind's waiting statement: True if the killer saw
+    its backend waiting for the standby (wait event SyncRep: its commit was
+    flushed), False if the kill may have come first (an ordinary unknown
+    outcome; a time margin alone was not enough on a loaded machine)."""
     sent = limbo_sent.pop(kind, None)
-    return sent is not None and sent < kill_began[0] - 0.2
+    return sent is not None and kind in limbo_waiting
+
+
+def see_limbo_waiting(seconds=5):
+    """Before a kill: which kinds' backends wait for the standby, waiting up
+    to seconds for all that were sent."""
+    limbo_waiting.clear()
+    conn = psycopg2.connect(dbname="postgres", connect_timeout=10)
+    conn.autocommit = True
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            pids = {k: limbo_pid.get(k) for k in limbo_sent}
+            with conn.cursor() as cur:
+                cur.execute("SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep'"
+                            " AND pid = ANY(%s)", ([p for p in pids.values() if p],))
+                waiting = {r[0] for r in cur.fetchall()}
+            limbo_waiting.update(k for k, p in pids.items() if p in waiting)
+            if len(limbo_waiting) == len(pids) or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+    finally:
+        conn.close()
 
 
 def limbo_again(kind):
@@ -310,6 +336,7 @@ def fenced(s, kind, job_id, token, sql, args=()):
     try:
         if waits:
             s.cur.execute("SET synchronous_commit = on")
+            limbo_pid["delete"] = s.conn.get_backend_pid()
             limbo_sent["delete"] = time.monotonic()
         done = call(s.cur, kind, job_id, token, sql, args)
         if waits:
@@ -420,6 +447,7 @@ def producer(db, n, rng):
                 waits = not keyed and limbo_take("push")
                 if waits:
                     s.cur.execute("SET LOCAL synchronous_commit = on")
+                    limbo_pid["push"] = s.conn.get_backend_pid()
                     limbo_sent["push"] = time.monotonic()
                 s.conn.commit()
                 if waits:
@@ -482,6 +510,7 @@ def claim(s, name, args, lease, may_wait=False):
     try:
         if waits:
             s.cur.execute("SET synchronous_commit = on")
+            limbo_pid["claim"] = s.conn.get_backend_pid()
             limbo_sent["claim"] = time.monotonic()
         s.cur.execute(CLAIM, args)
         rows = s.cur.fetchall()
@@ -705,7 +734,7 @@ def killer(rng):
             deadline = time.monotonic() + 5   # until each kind's statement is sent
             while len(limbo_sent) < len(LIMBO) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            time.sleep(0.3)
+            see_limbo_waiting()
             kill(kind)
             for event in LIMBO.values():
                 event.clear()

@@ -34,8 +34,11 @@ OBJS = \
 	extension/src/exec/results.o \
 	extension/src/exec/searchpath.o \
 	extension/src/exec/statements.o \
+	extension/src/store/direct_claim.o \
 	extension/src/store/direct_delete.o \
 	extension/src/store/direct_insert.o \
+	extension/src/store/settings_row.o \
+	extension/src/store/shape.o \
 	extension/src/store/ring.o \
 	extension/src/store/store.o \
 	extension/src/runtime/claimpos.o \

@@ -27,22 +27,7 @@
 #include "utils/lsyscache.h"
 #include "utils/resowner.h"
 
-/* Columns (1-based) of the rows a claim's UPDATE returns, a queue_job. */
-typedef enum ClaimedColumn
-{
-	CLAIMED_ID = 1,
-	CLAIMED_QUEUE,
-	CLAIMED_NAME,
-	CLAIMED_PAYLOAD,
-	CLAIMED_ATTEMPTS,
-	CLAIMED_MAX_ATTEMPTS,
-	CLAIMED_PRIORITY,
-	CLAIMED_TOKEN,
-	CLAIMED_RESERVED_UNTIL,
-	CLAIMED_CREATED_AT,
-	CLAIMED_LAST_ERROR,
-	CLAIMED_DEADLINE			/* since 1.1 */
-} ClaimedColumn;
+/* The rows a claim's UPDATE returns are queue_jobs: ClaimedColumn (store.h). */
 
 /* Columns of the claim candidates (PLAN_CLAIM_CANDIDATES and its _FROM, _BELOW). */
 typedef enum ClaimCandidateColumn
@@ -660,17 +645,36 @@ ClaimCandidates(const JqCall *call, Datum queue, const Candidates *found,
 }
 
 /*
+ * Add one claimed job (its columns in ClaimedColumn order, count of them)
+ * to the call's result.  Columns the caller's queue_job has beyond ours
+ * stay NULL; ours beyond its (an older schema's) are left out.
+ */
+static void
+AddClaimedRow(const JqCall *call, const Datum *values, const bool *nulls, int count)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
+	int			columns = rsinfo->setDesc->natts;
+	Datum	   *row = palloc0(sizeof(Datum) * Max(columns, count));
+	bool	   *row_nulls = palloc(sizeof(bool) * Max(columns, count));
+
+	memset(row_nulls, true, sizeof(bool) * Max(columns, count));
+	memcpy(row, values, sizeof(Datum) * count);
+	memcpy(row_nulls, nulls, sizeof(bool) * count);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, row_nulls);
+	pfree(row);
+	pfree(row_nulls);
+}
+
+/*
  * Add the rows the claim's UPDATE returned to the call's result, in claim
  * order (UPDATE returns them in storage order), and tell the claim
- * position which jobs were claimed.  Columns the caller's queue_job has
- * beyond ours stay NULL.
+ * position which jobs were claimed.
  */
 static void
 AddClaimedInClaimOrder(const JqCall *call, const Candidates *found, const ClaimStart *start)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) call->fcinfo->resultinfo;
-	int			columns = Max(rsinfo->setDesc->natts, SPI_tuptable->tupdesc->natts);
 	HeapTuple  *claimed = palloc0(sizeof(HeapTuple) * found->count);
+	int			columns = SPI_tuptable->tupdesc->natts;
 	Datum	   *values = palloc(sizeof(Datum) * columns);
 	bool	   *nulls = palloc(sizeof(bool) * columns);
 	int			first = -1;
@@ -693,10 +697,8 @@ AddClaimedInClaimOrder(const JqCall *call, const Candidates *found, const ClaimS
 		if (first < 0)
 			first = i;
 		last = i;
-		memset(values, 0, sizeof(Datum) * columns);
-		memset(nulls, true, sizeof(bool) * columns);
 		heap_deform_tuple(claimed[i], SPI_tuptable->tupdesc, values, nulls);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		AddClaimedRow(call, values, nulls, columns);
 	}
 	if (start != NULL && first >= 0)
 		NoteClaimed(start, &found->positions[first], &found->positions[last]);
@@ -728,6 +730,54 @@ KeepRateLimitedCandidates(const JqCall *call, Datum queue, Candidates *found,
 }
 
 /*
+ * Step 2 for one queue without the executor (store/direct_claim.c, a 1.5
+ * schema or later): true with how many were claimed, their rows added to
+ * the result in claim order; false when the claim takes the statements
+ * (nothing was done).
+ */
+static bool
+ClaimDirectly(const JqCall *call, Datum queue, int limit, const ClaimTerms *terms,
+			  const ClaimStart *start, int *count)
+{
+	ClaimRequest request = {0};
+	ClaimedJob *claimed;
+
+	if (!JqCallSince(call, JQ_API_1_5))
+		return false;
+	request.queue = DatumGetTextPP(queue);
+	request.limit = limit;
+	request.from_position = start != NULL && start->from_position;
+	if (request.from_position)
+	{
+		request.from.priority = start->at.priority;
+		request.from.available_at = start->at.available_at;
+		request.from.id = start->at.id;
+	}
+	request.lease = terms->lease;
+	request.worker = terms->worker;
+	request.token_base = FencingTokenBase();
+	if (ClaimJobsDirectly(call, &request, &claimed, count) == DIRECT_USE_STATEMENT)
+		return false;
+	if (*count == 0)
+		return true;
+	/* a claimed job falls due again when its lease ends */
+	NoteJobDueAt(DatumGetTimestampTz(claimed[0].values[CLAIMED_RESERVED_UNTIL - 1]));
+	CountJobs(request.queue, JOB_CLAIMED, (int64) *count);
+	for (int i = 0; i < *count; i++)
+		AddClaimedRow(call, claimed[i].values, claimed[i].nulls, NUM_CLAIMED_COLUMNS);
+	if (start != NULL)
+	{
+		const JobOrder *first = &claimed[0].order;
+		const JobOrder *last = &claimed[*count - 1].order;
+		ClaimPosition first_position = {first->priority, first->available_at, first->id};
+		ClaimPosition last_position = {last->priority, last->available_at, last->id};
+
+		NoteClaimed(start, &first_position, &last_position);
+	}
+	return true;
+}
+
+/*
  * Step 2 for one queue: claim up to limit jobs and add them to the result in
  * claim order.  Returns how many were claimed.  *rate_slot as in
  * KeepRateLimitedCandidates.
@@ -739,6 +789,7 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 	ClaimStart	start;
 	bool		use_position = ClaimPositionsUsable(call);
 	Candidates	found;
+	int			claimed;
 
 	/* read before the search's snapshot is taken: see claimpos.c */
 	if (use_position)
@@ -746,6 +797,8 @@ ClaimFromQueue(const JqCall *call, Datum queue, int limit, const ClaimTerms *ter
 		ReadClaimStart(DatumGetTextPP(queue), &start);
 		IncludeOwnMoves(&start);
 	}
+	if (ClaimDirectly(call, queue, limit, terms, use_position ? &start : NULL, &claimed))
+		return claimed;
 	FindClaimCandidates(call, queue, limit, use_position ? &start : NULL, &found);
 	if (found.rate_limited)
 		KeepRateLimitedCandidates(call, queue, &found, rate_slot);

@@ -19,9 +19,9 @@
  * long partition's unique index, ON CONFLICT), no concurrency key and no
  * parents (flow control), a 1.3 schema or later, a partition with no
  * trigger on INSERT (a user's trigger takes the statement, which fires
- * it), no rule and no forced row-level security (store.c), and columns the push does not set whose defaults are constants
- * (read once per partition from the catalog, kept until the partition's
- * definition changes).  Anything else returns false and the caller runs
+ * it), no rule and no forced row-level security (store.c), and columns
+ * the push does not set whose defaults are constants (shape.c reads them
+ * once per partition, kept until the partition's definition changes).  Anything else returns false and the caller runs
  * the statement; nothing has been done then.
  *
  *-------------------------------------------------------------------------
@@ -49,109 +49,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* The columns a plain push sets (the statement's column list, api/push.c). */
-typedef enum PushColumn
-{
-	COL_ID, COL_QUEUE, COL_NAME, COL_PAYLOAD, COL_PRIORITY, COL_MAX_ATTEMPTS,
-	COL_AVAILABLE_AT, COL_READY, COL_CREATED_AT, COL_DEADLINE, COL_RING,
-	NUM_PUSH_COLUMNS
-} PushColumn;
-
-static const char *const push_column_names[NUM_PUSH_COLUMNS] = {
-	"id", "queue", "name", "payload", "priority", "max_attempts",
-	"available_at", "ready", "created_at", "deadline", "ring"
-};
-
-/*
- * What a partition's row is made of, read once: where each pushed column
- * is, and the constant default of every other column (NULL when it has
- * none).  usable is false when a column the push does not set has a
- * default that is not a constant.
- */
-typedef struct PartitionShape
-{
-	Oid			relid;			/* InvalidOid: not read yet, or forgotten */
-	bool		usable;
-	int			natts;
-	AttrNumber	attnum[NUM_PUSH_COLUMNS];
-	Datum	   *defaults;		/* per attribute, in context */
-	bool	   *default_nulls;
-	MemoryContext context;		/* emptied each time the shape is read again */
-} PartitionShape;
-
-static PartitionShape shapes[NUM_JOB_TABLES];
-static bool forget_registered = false;
-
-/* A partition's definition changed (or the cache was reset): read it again. */
-static void
-ForgetShapes(Datum arg, Oid relid)
-{
-	for (int t = 0; t < NUM_JOB_TABLES; t++)
-		if (!OidIsValid(relid) || shapes[t].relid == relid)
-			shapes[t].relid = InvalidOid;
-}
-
-static const PartitionShape *
-ShapeOf(JobTable table, Relation rel)
-{
-	PartitionShape *shape = &shapes[table];
-	TupleDesc	desc = RelationGetDescr(rel);
-	MemoryContext old;
-
-	if (shape->relid == RelationGetRelid(rel))
-		return shape;
-	if (!forget_registered)
-	{
-		CacheRegisterRelcacheCallback(ForgetShapes, (Datum) 0);
-		forget_registered = true;
-	}
-	/* read again after every TRUNCATE (a rotation): the old shape's memory goes */
-	if (shape->context == NULL)
-		shape->context = AllocSetContextCreate(TopMemoryContext, "jobqueue partition shape",
-											   ALLOCSET_SMALL_SIZES);
-	else
-		MemoryContextReset(shape->context);
-	old = MemoryContextSwitchTo(shape->context);
-	shape->usable = true;
-	shape->natts = desc->natts;
-	shape->defaults = palloc0(sizeof(Datum) * desc->natts);
-	shape->default_nulls = palloc(sizeof(bool) * desc->natts);
-	for (int c = 0; c < NUM_PUSH_COLUMNS; c++)
-	{
-		shape->attnum[c] = SPI_fnumber(desc, push_column_names[c]);
-		if (shape->attnum[c] <= 0)
-			shape->usable = false;
-	}
-	for (int a = 0; a < desc->natts; a++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(desc, a);
-		Node	   *expr = attr->attisdropped ? NULL : build_column_default(rel, a + 1);
-
-		shape->default_nulls[a] = true;
-		if (expr == NULL)
-			continue;
-		expr = eval_const_expressions(NULL, expr);
-		if (IsA(expr, Const))
-		{
-			shape->default_nulls[a] = ((Const *) expr)->constisnull;
-			shape->defaults[a] = datumCopy(((Const *) expr)->constvalue, attr->attbyval,
-										   attr->attlen);
-		}
-		else
-		{
-			/* fine if the push sets the column itself (ring's default) */
-			bool		pushed = false;
-
-			for (int c = 0; c < NUM_PUSH_COLUMNS; c++)
-				pushed |= shape->attnum[c] == a + 1;
-			shape->usable &= pushed;
-		}
-	}
-	MemoryContextSwitchTo(old);
-	shape->relid = RelationGetRelid(rel);
-	return shape;
-}
-
 /* Whether the partition has a trigger that an INSERT fires. */
 static bool
 HasInsertTriggers(Relation rel)
@@ -161,46 +58,6 @@ HasInsertTriggers(Relation rel)
 	return t != NULL &&
 		(t->trig_insert_before_row || t->trig_insert_after_row || t->trig_insert_instead_row ||
 		 t->trig_insert_before_statement || t->trig_insert_after_statement);
-}
-
-/*
- * Whether a queue wants NOTIFY wake-ups: not unless its row in
- * queue_settings says notify = false (store.h's WANTS_WAKEUPS, as a
- * look-up of the primary key under snapshot).
- */
-static bool
-QueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot)
-{
-	Oid			relid = get_relname_relid("queue_settings", call->schema);
-	Relation	rel;
-	Relation	index;
-	IndexScanDesc scan;
-	ScanKeyData key;
-	TupleTableSlot *slot;
-	bool		wants = true;
-
-	if (!OidIsValid(relid))
-		return true;
-	rel = table_open(relid, AccessShareLock);
-	index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
-	slot = table_slot_create(rel, NULL);
-	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(queue));
-	scan = index_beginscan(rel, index, snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
-	{
-		bool		isnull;
-		Datum		notify = slot_getattr(slot, SPI_fnumber(slot->tts_tupleDescriptor, "notify"),
-										  &isnull);
-
-		wants = isnull || DatumGetBool(notify);
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(index, AccessShareLock);
-	table_close(rel, AccessShareLock);
-	return wants;
 }
 
 /* Insert the row in slot into rel as logical replication's apply does. */
@@ -240,8 +97,7 @@ InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 
 	const PartitionShape *shape;
 	TupleTableSlot *slot;
 	Snapshot	snapshot;
-	Datum		values[NUM_PUSH_COLUMNS];
-	bool		nulls[NUM_PUSH_COLUMNS] = {false};
+	QueueSettingsRow settings;
 
 	if (table == JOBS_ALL || job->unique_key != NULL || job->concurrency_key != NULL ||
 		job->parent_count > 0)
@@ -251,35 +107,29 @@ InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 
 		return false;
 	rel = table_open(relid, RowExclusiveLock);
 	shape = ShapeOf(table, rel);
-	if (!shape->usable || HasInsertTriggers(rel) || !PartitionWritableDirectly(rel))
+	if (!shape->push_usable || HasInsertTriggers(rel) || !PartitionWritableDirectly(rel))
 	{
 		table_close(rel, NoLock);
 		return false;
 	}
 
 	*id = nextval_internal(get_relname_relid("queue_jobs_id_seq", call->schema), false);
-	values[COL_ID] = Int64GetDatum(*id);
-	values[COL_QUEUE] = PointerGetDatum(job->queue);
-	values[COL_NAME] = PointerGetDatum(job->name);
-	values[COL_PAYLOAD] = PointerGetDatum(job->payload);
-	values[COL_PRIORITY] = Int32GetDatum(job->priority);
-	values[COL_MAX_ATTEMPTS] = Int32GetDatum(job->max_attempts);
-	values[COL_AVAILABLE_AT] = TimestampTzGetDatum(job->available_at);
-	values[COL_READY] = BoolGetDatum(job->available_at <= call->now);
-	values[COL_CREATED_AT] = TimestampTzGetDatum(call->now);
-	values[COL_DEADLINE] = TimestampTzGetDatum(job->deadline);
-	nulls[COL_DEADLINE] = !job->has_deadline;
-	values[COL_RING] = Int16GetDatum(ring);
-
 	slot = table_slot_create(rel, NULL);
 	ExecClearTuple(slot);
 	memcpy(slot->tts_values, shape->defaults, sizeof(Datum) * shape->natts);
 	memcpy(slot->tts_isnull, shape->default_nulls, sizeof(bool) * shape->natts);
-	for (int c = 0; c < NUM_PUSH_COLUMNS; c++)
-	{
-		slot->tts_values[shape->attnum[c] - 1] = values[c];
-		slot->tts_isnull[shape->attnum[c] - 1] = nulls[c];
-	}
+	SetJobColumn(slot, shape, JOB_COL_ID, Int64GetDatum(*id), false);
+	SetJobColumn(slot, shape, JOB_COL_QUEUE, PointerGetDatum(job->queue), false);
+	SetJobColumn(slot, shape, JOB_COL_NAME, PointerGetDatum(job->name), false);
+	SetJobColumn(slot, shape, JOB_COL_PAYLOAD, PointerGetDatum(job->payload), false);
+	SetJobColumn(slot, shape, JOB_COL_PRIORITY, Int32GetDatum(job->priority), false);
+	SetJobColumn(slot, shape, JOB_COL_MAX_ATTEMPTS, Int32GetDatum(job->max_attempts), false);
+	SetJobColumn(slot, shape, JOB_COL_AVAILABLE_AT, TimestampTzGetDatum(job->available_at), false);
+	SetJobColumn(slot, shape, JOB_COL_READY, BoolGetDatum(job->available_at <= call->now), false);
+	SetJobColumn(slot, shape, JOB_COL_CREATED_AT, TimestampTzGetDatum(call->now), false);
+	SetJobColumn(slot, shape, JOB_COL_DEADLINE, TimestampTzGetDatum(job->deadline),
+			  !job->has_deadline);
+	SetJobColumn(slot, shape, JOB_COL_RING, Int16GetDatum(ring), false);
 	ExecStoreVirtualTuple(slot);
 
 	/* as a statement: a fresh snapshot, this transaction's earlier work seen */
@@ -287,7 +137,8 @@ InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	PushActiveSnapshot(snapshot);
 	InsertRow(rel, slot);
-	*wake = QueueWantsWakeups(call, job->queue, snapshot);
+	ReadQueueSettingsRow(call, job->queue, snapshot, &settings);
+	*wake = settings.notify;
 	PopActiveSnapshot();
 	UnregisterSnapshot(snapshot);
 	CommandCounterIncrement();

@@ -177,27 +177,40 @@ PartitionMayHavePages(Relation rel)
 bool
 ClaimSearchTable(const JqCall *call, JobTable *table)
 {
-	JobTable	order[3];
+	JobTable	tables[3];
 	Oid			relids[3];
+	int			with_pages = ClaimSearchPartitions(call, tables, relids);
+
+	*table = with_pages == 1 ? tables[0] : JOBS_ALL;
+	return with_pages != 0;
+}
+
+/*
+ * The partitions a claim searches (ClaimSearchTable): those with pages, in
+ * tables and relids; returns how many, or -1 for a schema before 1.3 (one
+ * table, queue_jobs).  Each partition is locked as a statement would.
+ */
+int
+ClaimSearchPartitions(const JqCall *call, JobTable tables[3], Oid relids[3])
+{
+	JobTable	order[3];
+	Oid			locked[3];
 	int			with_pages = 0;
 
-	*table = JOBS_ALL;
-	if (!LockJobPartitions(call, order, relids))
-		return true;
+	if (!LockJobPartitions(call, order, locked))
+		return -1;
 	for (int i = 0; i < 3; i++)
 	{
-		Relation	rel = RelationIdGetRelation(relids[i]);
+		Relation	rel = RelationIdGetRelation(locked[i]);
 
 		if (PartitionMayHavePages(rel))
 		{
-			with_pages++;
-			*table = order[i];
+			tables[with_pages] = order[i];
+			relids[with_pages++] = locked[i];
 		}
 		RelationClose(rel);
 	}
-	if (with_pages > 1)
-		*table = JOBS_ALL;
-	return with_pages > 0;
+	return with_pages;
 }
 
 /* A job was found by id in table (the next look starts there). */

@@ -16,6 +16,10 @@
 
 #include "exec/exec.h"
 
+#include "executor/tuptable.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
+
 /*
  * The words of the statements on the job tables (each file's statements are
  * beside it; these are what several of them say alike).  "@S@" stands for
@@ -119,6 +123,7 @@ extern int	JobTablesToSearch(const JqCall *call, JobTable tables[3]);
 extern int	JobPartitionsToSearch(const JqCall *call, JobTable tables[3], Oid relids[3]);
 extern void NoteJobFoundIn(JobTable table);
 extern bool ClaimSearchTable(const JqCall *call, JobTable *table);
+extern int	ClaimSearchPartitions(const JqCall *call, JobTable tables[3], Oid relids[3]);
 extern JobTable JobTableOfPartition(const JqCall *call, Oid relid);
 extern uint64 ExecuteFindingJob(const JqCall *call, JqStatement *statement, Datum *values,
 								const char *nulls, int expected, JobTable *found);
@@ -130,6 +135,53 @@ extern void JqStoreInit(void);
 
 /* store.c */
 extern bool PartitionWritableDirectly(Relation rel);
+
+/*
+ * store/shape.c: what a job partition is made of, for the direct paths.
+ * The columns they read or set, by name in shape.c.
+ */
+typedef enum JobColumn
+{
+	JOB_COL_ID, JOB_COL_QUEUE, JOB_COL_NAME, JOB_COL_PAYLOAD, JOB_COL_PRIORITY,
+	JOB_COL_MAX_ATTEMPTS, JOB_COL_AVAILABLE_AT, JOB_COL_READY, JOB_COL_CREATED_AT,
+	JOB_COL_DEADLINE, JOB_COL_RING, JOB_COL_ATTEMPTS, JOB_COL_TOKEN,
+	JOB_COL_RESERVED_UNTIL, JOB_COL_RESERVED_BY, JOB_COL_LAST_ERROR,
+	NUM_JOB_COLUMNS
+} JobColumn;
+
+typedef struct PartitionShape
+{
+	Oid			relid;			/* InvalidOid: not read yet, or forgotten */
+	int			natts;
+	AttrNumber	attnum[NUM_JOB_COLUMNS];	/* 0: the partition has no such column */
+	/* a push: every pushed column there, and constants for the others' defaults */
+	bool		push_usable;
+	Datum	   *defaults;		/* per attribute, in context */
+	bool	   *default_nulls;
+	/* a claim: the claim index and every column there */
+	bool		claim_usable;
+	Oid			claim_index;
+	MemoryContext context;		/* emptied each time the shape is read again */
+} PartitionShape;
+
+extern const PartitionShape *ShapeOf(JobTable table, Relation rel);
+extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
+						 Datum value, bool isnull);
+extern Datum JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
+							bool *isnull);
+
+/* store/settings_row.c: a queue's row of queue_settings (defaults without one) */
+typedef struct QueueSettingsRow
+{
+	bool		notify;
+	bool		paused;
+	bool		rate_limited;	/* 1.5: rate_max is set */
+	bool		has_default_lease;
+	Interval	default_lease;
+} QueueSettingsRow;
+
+extern void ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
+								 QueueSettingsRow *settings);
 
 /* store/direct_insert.c: a plain push without a plan */
 extern bool InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 ring,
@@ -143,5 +195,57 @@ typedef enum DirectOutcome
 	DIRECT_USE_STATEMENT		/* nothing changed: run the statement */
 } DirectOutcome;
 extern DirectOutcome DeleteJobDirectly(const JqCall *call, int64 id, int64 token, text **queue);
+
+
+/*
+ * store/direct_claim.c: a claim without the executor.  A job's place in
+ * claim order (priority first, then due time, then id), the columns of a
+ * claimed job as queue_reserve returns it (a queue_job, 1-based) and what
+ * a claim asks for.
+ */
+typedef struct JobOrder
+{
+	int32		priority;
+	TimestampTz available_at;
+	int64		id;
+} JobOrder;
+
+typedef enum ClaimedColumn
+{
+	CLAIMED_ID = 1,
+	CLAIMED_QUEUE,
+	CLAIMED_NAME,
+	CLAIMED_PAYLOAD,
+	CLAIMED_ATTEMPTS,
+	CLAIMED_MAX_ATTEMPTS,
+	CLAIMED_PRIORITY,
+	CLAIMED_TOKEN,
+	CLAIMED_RESERVED_UNTIL,
+	CLAIMED_CREATED_AT,
+	CLAIMED_LAST_ERROR,
+	CLAIMED_DEADLINE,			/* since 1.1 */
+	NUM_CLAIMED_COLUMNS = CLAIMED_DEADLINE
+} ClaimedColumn;
+
+typedef struct ClaimRequest
+{
+	text	   *queue;
+	int			limit;
+	bool		from_position;	/* search from "from" within its priority, then below */
+	JobOrder	from;
+	Interval   *lease;			/* NULL: the queue's default lease */
+	text	   *worker;
+	int64		token_base;		/* added to each token (the timeline's, reserve.c) */
+} ClaimRequest;
+
+typedef struct ClaimedJob
+{
+	Datum		values[NUM_CLAIMED_COLUMNS];	/* ClaimedColumn - 1 */
+	bool		nulls[NUM_CLAIMED_COLUMNS];
+	JobOrder	order;			/* where it was in claim order */
+} ClaimedJob;
+
+extern DirectOutcome ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request,
+									   ClaimedJob **claimed, int *count);
 
 #endif							/* JOBQUEUE_STORE_H */

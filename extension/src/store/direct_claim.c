@@ -1,0 +1,503 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_claim.c
+ *	  A claim (queue_reserve's step 2 for one queue) without the executor.
+ *
+ * As statements a claim is a search (SELECT ... ORDER BY priority DESC,
+ * available_at, id LIMIT n FOR UPDATE SKIP LOCKED) and an UPDATE of what it
+ * locked; their executors' start and end, the plans' checks and the
+ * sub-selects of queue_settings cost more than the index range, the row
+ * locks and the row updates (docs/performance.md, "Where a call's time
+ * goes").  Here the same work is done with the access methods:
+ *
+ *   - the queue's settings: one look-up of queue_settings' primary key
+ *     (settings_row.c).  A paused queue hands out nothing;
+ *   - the search: an ordered scan of the claim index of each partition
+ *     that has pages (the index's own order, the claim order), merged
+ *     across partitions, under a snapshot taken as a statement's would be.
+ *     From a claim position it is two ranges, as the statements': the rest
+ *     of the position's priority from the position on, then the lower
+ *     priorities from their head;
+ *   - each job in claim order is locked as FOR UPDATE SKIP LOCKED locks
+ *     it: a row another transaction holds is passed by; under read
+ *     committed a row changed since the snapshot is locked at its newest
+ *     version, under snapshot isolation that is a serialization failure;
+ *   - the locked version is checked again for everything the search relied
+ *     on (ready, due, not expired, attempts left), as the UPDATE's WHERE
+ *     does, and updated as logical replication's apply updates a row
+ *     (ExecSimpleRelationUpdate: constraints, the partition bound, every
+ *     index, WAL, statistics).  The new values are the claim UPDATE's: not
+ *     ready, one more attempt, due and held until the lease's end, the
+ *     worker, a new fencing token.
+ *
+ * When the direct way steps aside (DIRECT_USE_STATEMENT, nothing done: the
+ * caller runs the statements): a schema before 1.3, a queue with a rate
+ * limit (its turns are taken on its settings row, flow/ratelimit.c), a
+ * partition with an UPDATE trigger (one of the user's: the statement fires
+ * it), rules or forced row-level security (store.c), or without the claim
+ * index.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "commands/sequence.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+/* The claim index's columns: (queue, priority DESC, available_at, id) WHERE ready. */
+#define CLAIM_INDEX_QUEUE 1
+#define CLAIM_INDEX_PRIORITY 2
+#define CLAIM_INDEX_AVAILABLE_AT 3
+
+/* Which range of the claim index a search reads. */
+typedef enum ClaimRange
+{
+	RANGE_HEAD,					/* the whole queue, from its head */
+	RANGE_FROM,					/* the position's priority, from the position on */
+	RANGE_BELOW					/* the priorities below the position's */
+} ClaimRange;
+
+/* One partition searched: its claim index's scan and the next job it offers. */
+typedef struct PartitionSearch
+{
+	Relation	rel;
+	const PartitionShape *shape;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *found;		/* the row the scan is on */
+	bool		has_next;
+	JobOrder	next;			/* that row's place in claim order */
+	EState	   *estate;			/* made at its first update */
+	ResultRelInfo *result;
+} PartitionSearch;
+
+/* What the whole claim works with. */
+typedef struct DirectClaim
+{
+	const JqCall *call;
+	const ClaimRequest *request;
+	Snapshot	snapshot;
+	TimestampTz lease_end;
+	Oid			tokens;			/* the token sequence */
+	int			searched;
+	PartitionSearch partitions[3];
+	TupleTableSlot *locked[3];	/* per partition: the row as locked */
+	TupleTableSlot *updated[3]; /* per partition: the new row */
+	ClaimedJob *claimed;
+	int			count;
+} DirectClaim;
+
+/* Whether a is before b in claim order. */
+static bool
+OrderBefore(const JobOrder *a, const JobOrder *b)
+{
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	if (a->available_at != b->available_at)
+		return a->available_at < b->available_at;
+	return a->id < b->id;
+}
+
+/* A column of the row in slot that is never NULL. */
+static Datum
+Column(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column)
+{
+	bool		isnull;
+	Datum		value = JobColumnValue(slot, shape, column, &isnull);
+
+	if (isnull)
+		elog(ERROR, "jobqueue: job row has a NULL in a NOT NULL column");
+	return value;
+}
+
+/* Whether two texts are equal (queue names: the default collation is deterministic). */
+static bool
+SameText(text *a, text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/* The row's place in claim order. */
+static JobOrder
+OrderOf(TupleTableSlot *slot, const PartitionShape *shape)
+{
+	JobOrder	order;
+
+	order.priority = DatumGetInt32(Column(slot, shape, JOB_COL_PRIORITY));
+	order.available_at = DatumGetTimestampTz(Column(slot, shape, JOB_COL_AVAILABLE_AT));
+	order.id = DatumGetInt64(Column(slot, shape, JOB_COL_ID));
+	return order;
+}
+
+/*
+ * Whether the row in slot is a job of the queue a claim at now may take:
+ * ready, due, not past its deadline, attempts left.  The search's and the
+ * claim UPDATE's conditions, checked on what the search found and again on
+ * the locked version.
+ */
+static bool
+Claimable(const DirectClaim *claim, TupleTableSlot *slot, const PartitionShape *shape)
+{
+	TimestampTz now = claim->call->now;
+	bool		no_deadline;
+	Datum		deadline = JobColumnValue(slot, shape, JOB_COL_DEADLINE, &no_deadline);
+
+	if (!DatumGetBool(Column(slot, shape, JOB_COL_READY)))
+		return false;
+	if (DatumGetTimestampTz(Column(slot, shape, JOB_COL_AVAILABLE_AT)) > now)
+		return false;
+	if (!no_deadline && DatumGetTimestampTz(deadline) <= now)
+		return false;
+	if (DatumGetInt32(Column(slot, shape, JOB_COL_ATTEMPTS)) >=
+		DatumGetInt32(Column(slot, shape, JOB_COL_MAX_ATTEMPTS)))
+		return false;
+	return SameText(DatumGetTextPP(Column(slot, shape, JOB_COL_QUEUE)), claim->request->queue);
+}
+
+/* Move search to the next claimable job of its range (has_next false at the end). */
+static void
+Advance(const DirectClaim *claim, PartitionSearch *search, ClaimRange range)
+{
+	search->has_next = false;
+	while (index_getnext_slot(search->scan, ForwardScanDirection, search->found))
+	{
+		JobOrder	order = OrderOf(search->found, search->shape);
+
+		/* the range starts at the position: (available_at, id) >= the position's */
+		if (range == RANGE_FROM && order.available_at == claim->request->from.available_at &&
+			order.id < claim->request->from.id)
+			continue;
+		if (!Claimable(claim, search->found, search->shape))
+			continue;
+		search->next = order;
+		search->has_next = true;
+		return;
+	}
+}
+
+/* Start the scan of range in search's claim index. */
+static void
+BeginRange(DirectClaim *claim, PartitionSearch *search, ClaimRange range)
+{
+	const ClaimRequest *request = claim->request;
+	Relation	index = search->index;
+	ScanKeyData keys[3];
+	int			nkeys = 1;
+
+	ScanKeyEntryInitialize(&keys[0], 0, CLAIM_INDEX_QUEUE, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[0], F_TEXTEQ,
+						   PointerGetDatum(request->queue));
+	if (range == RANGE_FROM)
+	{
+		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_PRIORITY, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(request->from.priority));
+		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_AVAILABLE_AT, BTGreaterEqualStrategyNumber,
+					F_TIMESTAMPTZ_GE, TimestampTzGetDatum(request->from.available_at));
+	}
+	else if (range == RANGE_BELOW)
+		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_PRIORITY, BTLessStrategyNumber, F_INT4LT,
+					Int32GetDatum(request->from.priority));
+	/* a scan keeps the number of keys it began with: a new one per range */
+	if (search->scan != NULL)
+		index_endscan(search->scan);
+	search->scan = index_beginscan(search->rel, index, claim->snapshot, nkeys, 0);
+	index_rescan(search->scan, keys, nkeys, NULL, 0);
+	Advance(claim, search, range);
+}
+
+/* The executor state of an update of search's partition, made once. */
+static void
+PrepareUpdate(DirectClaim *claim, PartitionSearch *search)
+{
+	RangeTblEntry *rte;
+
+	if (search->estate != NULL)
+		return;
+	search->estate = CreateExecutorState();
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(search->rel);
+	rte->relkind = search->rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(search->estate, list_make1(rte));
+	search->result = makeNode(ResultRelInfo);
+	InitResultRelInfo(search->result, search->rel, 1, NULL, 0);
+	search->estate->es_output_cid = GetCurrentCommandId(true);
+	search->estate->es_snapshot = claim->snapshot;
+	ExecOpenIndices(search->result, false);
+}
+
+/* Keep a column of the claimed row (a copy in the caller's memory). */
+static void
+Keep(ClaimedJob *job, ClaimedColumn column, TupleTableSlot *slot, const PartitionShape *shape,
+	 JobColumn from)
+{
+	Form_pg_attribute attr = TupleDescAttr(slot->tts_tupleDescriptor, shape->attnum[from] - 1);
+	bool		isnull;
+	Datum		value = JobColumnValue(slot, shape, from, &isnull);
+
+	job->nulls[column - 1] = isnull;
+	job->values[column - 1] = isnull ? (Datum) 0 : datumCopy(value, attr->attbyval, attr->attlen);
+}
+
+/*
+ * Claim the job search offers (locked in slot "locked" as a claim's UPDATE
+ * would update it) and keep it in the result.
+ */
+static void
+UpdateClaimed(DirectClaim *claim, int p, TupleTableSlot *locked)
+{
+	PartitionSearch *search = &claim->partitions[p];
+	const PartitionShape *shape = search->shape;
+	TupleTableSlot *updated = claim->updated[p];
+	ClaimedJob *job = &claim->claimed[claim->count++];
+	int64		token = claim->request->token_base + nextval_internal(claim->tokens, false);
+
+	PrepareUpdate(claim, search);
+	slot_getallattrs(locked);
+	ExecClearTuple(updated);
+	memcpy(updated->tts_values, locked->tts_values, sizeof(Datum) * shape->natts);
+	memcpy(updated->tts_isnull, locked->tts_isnull, sizeof(bool) * shape->natts);
+	SetJobColumn(updated, shape, JOB_COL_READY, BoolGetDatum(false), false);
+	SetJobColumn(updated, shape, JOB_COL_ATTEMPTS,
+				 Int32GetDatum(DatumGetInt32(Column(locked, shape, JOB_COL_ATTEMPTS)) + 1), false);
+	SetJobColumn(updated, shape, JOB_COL_AVAILABLE_AT, TimestampTzGetDatum(claim->lease_end),
+				 false);
+	SetJobColumn(updated, shape, JOB_COL_RESERVED_UNTIL, TimestampTzGetDatum(claim->lease_end),
+				 false);
+	SetJobColumn(updated, shape, JOB_COL_RESERVED_BY, PointerGetDatum(claim->request->worker),
+				 false);
+	SetJobColumn(updated, shape, JOB_COL_TOKEN, Int64GetDatum(token), false);
+	ExecStoreVirtualTuple(updated);
+	ExecSimpleRelationUpdate(search->result, search->estate, NULL, locked, updated);
+
+	job->order = OrderOf(locked, shape);
+	Keep(job, CLAIMED_ID, updated, shape, JOB_COL_ID);
+	Keep(job, CLAIMED_QUEUE, updated, shape, JOB_COL_QUEUE);
+	Keep(job, CLAIMED_NAME, updated, shape, JOB_COL_NAME);
+	Keep(job, CLAIMED_PAYLOAD, updated, shape, JOB_COL_PAYLOAD);
+	Keep(job, CLAIMED_ATTEMPTS, updated, shape, JOB_COL_ATTEMPTS);
+	Keep(job, CLAIMED_MAX_ATTEMPTS, updated, shape, JOB_COL_MAX_ATTEMPTS);
+	Keep(job, CLAIMED_PRIORITY, updated, shape, JOB_COL_PRIORITY);
+	Keep(job, CLAIMED_TOKEN, updated, shape, JOB_COL_TOKEN);
+	Keep(job, CLAIMED_RESERVED_UNTIL, updated, shape, JOB_COL_RESERVED_UNTIL);
+	Keep(job, CLAIMED_CREATED_AT, updated, shape, JOB_COL_CREATED_AT);
+	Keep(job, CLAIMED_LAST_ERROR, updated, shape, JOB_COL_LAST_ERROR);
+	Keep(job, CLAIMED_DEADLINE, updated, shape, JOB_COL_DEADLINE);
+	ExecClearTuple(updated);
+}
+
+/*
+ * Lock the job partition p's search is on as FOR UPDATE SKIP LOCKED does,
+ * and claim it if its locked version may still be claimed.
+ */
+static void
+TryClaim(DirectClaim *claim, int p)
+{
+	PartitionSearch *search = &claim->partitions[p];
+	TupleTableSlot *locked = claim->locked[p];
+	ItemPointerData tid = search->found->tts_tid;
+	TM_FailureData failure;
+	TM_Result	result;
+	bool		snapshot_isolation = IsolationUsesXactSnapshot();
+	/* as the executor locks rows: following updates only under read committed */
+	uint8		flags = TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS |
+		(snapshot_isolation ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION);
+
+	result = table_tuple_lock(search->rel, &tid, claim->snapshot, locked,
+							  GetCurrentCommandId(true), LockTupleExclusive, LockWaitSkip,
+							  flags, &failure);
+	switch (result)
+	{
+		case TM_Ok:
+			break;
+		case TM_WouldBlock:		/* held by another transaction: pass it by */
+		case TM_SelfModified:	/* changed by this call already */
+			return;
+		case TM_Updated:
+		case TM_Deleted:
+			/* the executor's errors for FOR UPDATE */
+			if (snapshot_isolation)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("could not serialize access due to concurrent update")));
+			if (result == TM_Updated)	/* read committed follows updates: a move */
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("tuple to be locked was already moved to another partition due to concurrent update")));
+			return;				/* finished meanwhile */
+		default:
+			elog(ERROR, "jobqueue: unexpected result %d locking a job to claim", (int) result);
+	}
+	if (Claimable(claim, locked, search->shape))
+		UpdateClaimed(claim, p, locked);
+	ExecClearTuple(locked);
+}
+
+/* Claim from range until the request's limit: the best next job of any partition first. */
+static void
+ClaimFromRange(DirectClaim *claim, ClaimRange range)
+{
+	for (int p = 0; p < claim->searched; p++)
+		BeginRange(claim, &claim->partitions[p], range);
+	while (claim->count < claim->request->limit)
+	{
+		int			best = -1;
+
+		for (int p = 0; p < claim->searched; p++)
+			if (claim->partitions[p].has_next &&
+				(best < 0 || OrderBefore(&claim->partitions[p].next,
+										 &claim->partitions[best].next)))
+				best = p;
+		if (best < 0)
+			return;
+		CHECK_FOR_INTERRUPTS();
+		TryClaim(claim, best);
+		Advance(claim, &claim->partitions[best], range);
+	}
+}
+
+/* Open the partitions to search; false (all closed again) if one is not for the direct way. */
+static bool
+OpenPartitions(DirectClaim *claim, JobTable *tables, Oid *relids)
+{
+	for (int p = 0; p < claim->searched; p++)
+	{
+		PartitionSearch *search = &claim->partitions[p];
+		Relation	rel = table_open(relids[p], RowExclusiveLock);
+		TriggerDesc *triggers = rel->trigdesc;
+		const PartitionShape *shape = ShapeOf(tables[p], rel);
+
+		if (!shape->claim_usable || !PartitionWritableDirectly(rel) ||
+			(triggers != NULL && (triggers->trig_update_before_row ||
+								  triggers->trig_update_after_row ||
+								  triggers->trig_update_instead_row ||
+								  triggers->trig_update_before_statement ||
+								  triggers->trig_update_after_statement)))
+		{
+			table_close(rel, NoLock);
+			for (int q = 0; q < p; q++)
+				table_close(claim->partitions[q].rel, NoLock);
+			return false;
+		}
+		memset(search, 0, sizeof(PartitionSearch));
+		search->rel = rel;
+		search->shape = shape;
+	}
+	return true;
+}
+
+/* End the searches and updates and close the partitions (their locks stay). */
+static void
+ClosePartitions(DirectClaim *claim)
+{
+	for (int p = 0; p < claim->searched; p++)
+	{
+		PartitionSearch *search = &claim->partitions[p];
+
+		if (search->estate != NULL)
+		{
+			ExecCloseIndices(search->result);
+			ExecResetTupleTable(search->estate->es_tupleTable, false);
+			FreeExecutorState(search->estate);
+		}
+		if (search->scan != NULL)
+			index_endscan(search->scan);
+		ExecDropSingleTupleTableSlot(search->found);
+		ExecDropSingleTupleTableSlot(claim->locked[p]);
+		ExecDropSingleTupleTableSlot(claim->updated[p]);
+		index_close(search->index, AccessShareLock);
+		table_close(search->rel, NoLock);
+	}
+}
+
+/*
+ * Claim up to request->limit jobs of request->queue as the claim's two
+ * statements would (see the header): DIRECT_DONE with the claimed jobs, in
+ * claim order, in *claimed and how many in *count (none: nothing to
+ * claim, or the queue is paused), or DIRECT_USE_STATEMENT (nothing done).
+ */
+DirectOutcome
+ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **claimed,
+				  int *count)
+{
+	DirectClaim claim = {.call = call, .request = request};
+	JobTable	tables[3];
+	Oid			relids[3];
+	QueueSettingsRow settings;
+
+	*claimed = NULL;
+	*count = 0;
+	claim.searched = ClaimSearchPartitions(call, tables, relids);
+	if (claim.searched < 0)
+		return DIRECT_USE_STATEMENT;
+	if (claim.searched == 0)
+		return DIRECT_DONE;		/* every partition is empty */
+	if (!OpenPartitions(&claim, tables, relids))
+		return DIRECT_USE_STATEMENT;
+
+	/* as a statement: see this transaction's earlier work, with a fresh snapshot */
+	CommandCounterIncrement();
+	claim.snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	PushActiveSnapshot(claim.snapshot);
+	ReadQueueSettingsRow(call, request->queue, claim.snapshot, &settings);
+	if (settings.rate_limited || settings.paused)
+	{
+		for (int p = 0; p < claim.searched; p++)
+			table_close(claim.partitions[p].rel, NoLock);
+		PopActiveSnapshot();
+		UnregisterSnapshot(claim.snapshot);
+		return settings.paused && !settings.rate_limited ? DIRECT_DONE : DIRECT_USE_STATEMENT;
+	}
+	if (request->lease != NULL)
+		claim.lease_end = QueueTimeAfter(call->now, request->lease);
+	else if (settings.has_default_lease)
+		claim.lease_end = QueueTimeAfter(call->now, &settings.default_lease);
+	else
+		claim.lease_end = call->now + (TimestampTz) JQ_DEFAULT_LEASE_SECONDS * USECS_PER_SEC;
+	claim.tokens = get_relname_relid("queue_job_tokens", call->schema);
+	claim.claimed = palloc(sizeof(ClaimedJob) * request->limit);
+	for (int p = 0; p < claim.searched; p++)
+	{
+		PartitionSearch *search = &claim.partitions[p];
+
+		search->index = index_open(search->shape->claim_index, AccessShareLock);
+		search->found = table_slot_create(search->rel, NULL);
+		claim.locked[p] = table_slot_create(search->rel, NULL);
+		claim.updated[p] = MakeSingleTupleTableSlot(RelationGetDescr(search->rel),
+													&TTSOpsVirtual);
+	}
+
+	if (!request->from_position)
+		ClaimFromRange(&claim, RANGE_HEAD);
+	else
+	{
+		ClaimFromRange(&claim, RANGE_FROM);
+		if (claim.count < request->limit)
+			ClaimFromRange(&claim, RANGE_BELOW);
+	}
+
+	ClosePartitions(&claim);
+	PopActiveSnapshot();
+	UnregisterSnapshot(claim.snapshot);
+	/* what follows in the transaction sees the claims */
+	CommandCounterIncrement();
+	*claimed = claim.claimed;
+	*count = claim.count;
+	return DIRECT_DONE;
+}

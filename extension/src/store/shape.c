@@ -1,0 +1,190 @@
+/*-------------------------------------------------------------------------
+ *
+ * shape.c
+ *	  What a job partition is made of, for the direct paths (1.6).
+ *
+ * The writes without a plan (direct_insert.c, direct_claim.c) need where
+ * each column they read or set is in a partition's rows, the constant
+ * default of every other column (a push fills them) and the partition's
+ * claim index.  Reading that from the catalog costs more than the write
+ * itself, so it is read once per partition and kept until the partition's
+ * definition changes: a relcache invalidation of the partition (an ALTER,
+ * and every TRUNCATE of a rotation, which gives it a new file) or a reset
+ * of the cache forgets it.  Each shape's memory is its own context, emptied
+ * when the shape is read again, so rotations leave nothing behind.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "catalog/partition.h"
+#include "executor/tuptable.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/datum.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+/* The names of JobColumn's columns, in its order. */
+static const char *const job_column_names[NUM_JOB_COLUMNS] = {
+	[JOB_COL_ID] = "id",
+	[JOB_COL_QUEUE] = "queue",
+	[JOB_COL_NAME] = "name",
+	[JOB_COL_PAYLOAD] = "payload",
+	[JOB_COL_PRIORITY] = "priority",
+	[JOB_COL_MAX_ATTEMPTS] = "max_attempts",
+	[JOB_COL_AVAILABLE_AT] = "available_at",
+	[JOB_COL_READY] = "ready",
+	[JOB_COL_CREATED_AT] = "created_at",
+	[JOB_COL_DEADLINE] = "deadline",
+	[JOB_COL_RING] = "ring",
+	[JOB_COL_ATTEMPTS] = "attempts",
+	[JOB_COL_TOKEN] = "token",
+	[JOB_COL_RESERVED_UNTIL] = "reserved_until",
+	[JOB_COL_RESERVED_BY] = "reserved_by",
+	[JOB_COL_LAST_ERROR] = "last_error",
+};
+
+/* The columns a plain push sets (the statement's column list, api/push.c). */
+static const JobColumn pushed_columns[] = {
+	JOB_COL_ID, JOB_COL_QUEUE, JOB_COL_NAME, JOB_COL_PAYLOAD, JOB_COL_PRIORITY,
+	JOB_COL_MAX_ATTEMPTS, JOB_COL_AVAILABLE_AT, JOB_COL_READY, JOB_COL_CREATED_AT,
+	JOB_COL_DEADLINE, JOB_COL_RING
+};
+
+/* The index of queue_jobs whose partitions a claim searches. */
+#define CLAIM_INDEX_NAME "queue_jobs_claim_idx"
+
+static PartitionShape shapes[NUM_JOB_TABLES];
+static bool forget_registered = false;
+
+/* A partition's definition changed (or the cache was reset): read it again. */
+static void
+ForgetShapes(Datum arg, Oid relid)
+{
+	for (int t = 0; t < NUM_JOB_TABLES; t++)
+		if (!OidIsValid(relid) || shapes[t].relid == relid || shapes[t].claim_index == relid)
+			shapes[t].relid = InvalidOid;
+}
+
+/* Whether the push sets column attnum (1-based) itself. */
+static bool
+PushSets(const PartitionShape *shape, AttrNumber attnum)
+{
+	for (int c = 0; c < lengthof(pushed_columns); c++)
+		if (shape->attnum[pushed_columns[c]] == attnum)
+			return true;
+	return false;
+}
+
+/*
+ * The constant defaults of the columns a push does not set; push_usable
+ * false when one of them has a default that is not a constant.
+ */
+static void
+ReadDefaults(PartitionShape *shape, Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	shape->defaults = palloc0(sizeof(Datum) * desc->natts);
+	shape->default_nulls = palloc(sizeof(bool) * desc->natts);
+	for (int c = 0; c < lengthof(pushed_columns); c++)
+		shape->push_usable &= shape->attnum[pushed_columns[c]] > 0;
+	for (int a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, a);
+		Node	   *expr = attr->attisdropped ? NULL : build_column_default(rel, a + 1);
+
+		shape->default_nulls[a] = true;
+		if (expr == NULL)
+			continue;
+		expr = eval_const_expressions(NULL, expr);
+		if (IsA(expr, Const))
+		{
+			shape->default_nulls[a] = ((Const *) expr)->constisnull;
+			shape->defaults[a] = datumCopy(((Const *) expr)->constvalue, attr->attbyval,
+										   attr->attlen);
+		}
+		else if (!PushSets(shape, a + 1))
+			shape->push_usable = false; /* fine if the push sets it (ring's default) */
+	}
+}
+
+/* The partition's index made for queue_jobs' claim index, if it has one. */
+static Oid
+FindClaimIndex(Relation rel)
+{
+	Oid			parent = get_relname_relid(CLAIM_INDEX_NAME, RelationGetNamespace(rel));
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+	Oid			found = InvalidOid;
+
+	if (!OidIsValid(parent))
+		return InvalidOid;
+	foreach(lc, indexes)
+	{
+		Oid			index = lfirst_oid(lc);
+
+		if (get_rel_relispartition(index) && get_partition_parent(index, true) == parent)
+			found = index;
+	}
+	list_free(indexes);
+	return found;
+}
+
+/*
+ * The shape of the partition rel of job table "table" (a ring partition or
+ * long), read now or kept from before.
+ */
+const PartitionShape *
+ShapeOf(JobTable table, Relation rel)
+{
+	PartitionShape *shape = &shapes[table];
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext old;
+
+	if (shape->relid == RelationGetRelid(rel))
+		return shape;
+	if (!forget_registered)
+	{
+		CacheRegisterRelcacheCallback(ForgetShapes, (Datum) 0);
+		forget_registered = true;
+	}
+	if (shape->context == NULL)
+		shape->context = AllocSetContextCreate(TopMemoryContext, "jobqueue partition shape",
+											   ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(shape->context);
+	old = MemoryContextSwitchTo(shape->context);
+	shape->natts = desc->natts;
+	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
+		shape->attnum[c] = Max(SPI_fnumber(desc, job_column_names[c]), 0);
+	shape->push_usable = true;
+	ReadDefaults(shape, rel);
+	shape->claim_index = FindClaimIndex(rel);
+	shape->claim_usable = OidIsValid(shape->claim_index);
+	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
+		shape->claim_usable &= shape->attnum[c] > 0;
+	MemoryContextSwitchTo(old);
+	shape->relid = RelationGetRelid(rel);
+	return shape;
+}
+
+/* Set column of the (virtual) row being built in slot. */
+void
+SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column, Datum value,
+			 bool isnull)
+{
+	slot->tts_values[shape->attnum[column] - 1] = value;
+	slot->tts_isnull[shape->attnum[column] - 1] = isnull;
+}
+
+/* Column of the row in slot. */
+Datum
+JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column, bool *isnull)
+{
+	return slot_getattr(slot, shape->attnum[column], isnull);
+}

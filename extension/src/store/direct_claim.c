@@ -22,20 +22,27 @@
  *     it: a row another transaction holds is passed by; under read
  *     committed a row changed since the snapshot is locked at its newest
  *     version, under snapshot isolation that is a serialization failure;
- *   - the locked version is checked again for everything the search relied
- *     on (ready, due, not expired, attempts left), as the UPDATE's WHERE
- *     does, and updated as logical replication's apply updates a row
- *     (ExecSimpleRelationUpdate: constraints, the partition bound, every
- *     index, WAL, statistics).  The new values are the claim UPDATE's: not
- *     ready, one more attempt, due and held until the lease's end, the
- *     worker, a new fencing token.
+ *   - a job nobody holds or changed since the snapshot is updated at once,
+ *     without a lock first (one WAL record, where a lock and an update are
+ *     two): the update fails rather than wait if anyone holds the row;
+ *   - otherwise the job is locked as FOR UPDATE SKIP LOCKED locks it: a row
+ *     another transaction holds is passed by; under read committed a row
+ *     changed since the snapshot is locked at its newest version, under
+ *     snapshot isolation that is a serialization failure; the locked
+ *     version is checked again for everything the search relied on (ready,
+ *     due, not expired, attempts left), as the UPDATE's WHERE does;
+ *   - either way the row is updated as logical replication's apply updates
+ *     one (constraints, the partition bound, every index, WAL,
+ *     statistics).  The new values are the claim UPDATE's: not ready, one
+ *     more attempt, due and held until the lease's end, the worker, a new
+ *     fencing token.
  *
  * When the direct way steps aside (DIRECT_USE_STATEMENT, nothing done: the
  * caller runs the statements): a schema before 1.3, a queue with a rate
  * limit (its turns are taken on its settings row, flow/ratelimit.c), a
  * partition with an UPDATE trigger (one of the user's: the statement fires
- * it), rules or forced row-level security (store.c), or without the claim
- * index.
+ * it), rules or forced row-level security (store.c), a stored generated
+ * column, or without the claim index.
  *
  *-------------------------------------------------------------------------
  */
@@ -240,6 +247,8 @@ PrepareUpdate(DirectClaim *claim, PartitionSearch *search)
 	search->estate->es_output_cid = GetCurrentCommandId(true);
 	search->estate->es_snapshot = claim->snapshot;
 	ExecOpenIndices(search->result, false);
+	/* a publication of the partition's updates needs its replica identity */
+	CheckCmdReplicaIdentity(search->rel, CMD_UPDATE);
 }
 
 /* Keep a column of the claimed row (a copy in the caller's memory). */
@@ -256,26 +265,24 @@ Keep(ClaimedJob *job, ClaimedColumn column, TupleTableSlot *slot, const Partitio
 }
 
 /*
- * Claim the job search offers (locked in slot "locked" as a claim's UPDATE
- * would update it) and keep it in the result.
+ * Build in claim->updated[p] the row the claim UPDATE makes of the job in
+ * "from": not ready, one more attempt, due and held until the lease's end,
+ * the worker, a new fencing token.
  */
 static void
-UpdateClaimed(DirectClaim *claim, int p, TupleTableSlot *locked)
+BuildClaimedRow(DirectClaim *claim, int p, TupleTableSlot *from)
 {
-	PartitionSearch *search = &claim->partitions[p];
-	const PartitionShape *shape = search->shape;
+	const PartitionShape *shape = claim->partitions[p].shape;
 	TupleTableSlot *updated = claim->updated[p];
-	ClaimedJob *job = &claim->claimed[claim->count++];
 	int64		token = claim->request->token_base + nextval_internal(claim->tokens, false);
 
-	PrepareUpdate(claim, search);
-	slot_getallattrs(locked);
+	slot_getallattrs(from);
 	ExecClearTuple(updated);
-	memcpy(updated->tts_values, locked->tts_values, sizeof(Datum) * shape->natts);
-	memcpy(updated->tts_isnull, locked->tts_isnull, sizeof(bool) * shape->natts);
+	memcpy(updated->tts_values, from->tts_values, sizeof(Datum) * shape->natts);
+	memcpy(updated->tts_isnull, from->tts_isnull, sizeof(bool) * shape->natts);
 	SetJobColumn(updated, shape, JOB_COL_READY, BoolGetDatum(false), false);
 	SetJobColumn(updated, shape, JOB_COL_ATTEMPTS,
-				 Int32GetDatum(DatumGetInt32(Column(locked, shape, JOB_COL_ATTEMPTS)) + 1), false);
+				 Int32GetDatum(DatumGetInt32(Column(from, shape, JOB_COL_ATTEMPTS)) + 1), false);
 	SetJobColumn(updated, shape, JOB_COL_AVAILABLE_AT, TimestampTzGetDatum(claim->lease_end),
 				 false);
 	SetJobColumn(updated, shape, JOB_COL_RESERVED_UNTIL, TimestampTzGetDatum(claim->lease_end),
@@ -284,9 +291,17 @@ UpdateClaimed(DirectClaim *claim, int p, TupleTableSlot *locked)
 				 false);
 	SetJobColumn(updated, shape, JOB_COL_TOKEN, Int64GetDatum(token), false);
 	ExecStoreVirtualTuple(updated);
-	ExecSimpleRelationUpdate(search->result, search->estate, NULL, locked, updated);
+}
 
-	job->order = OrderOf(locked, shape);
+/* Keep the claimed job (its row as updated; "from", as it was) in the result. */
+static void
+KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
+{
+	const PartitionShape *shape = claim->partitions[p].shape;
+	TupleTableSlot *updated = claim->updated[p];
+	ClaimedJob *job = &claim->claimed[claim->count++];
+
+	job->order = OrderOf(from, shape);
 	Keep(job, CLAIMED_ID, updated, shape, JOB_COL_ID);
 	Keep(job, CLAIMED_QUEUE, updated, shape, JOB_COL_QUEUE);
 	Keep(job, CLAIMED_NAME, updated, shape, JOB_COL_NAME);
@@ -303,15 +318,45 @@ UpdateClaimed(DirectClaim *claim, int p, TupleTableSlot *locked)
 }
 
 /*
- * Lock the job partition p's search is on as FOR UPDATE SKIP LOCKED does,
- * and claim it if its locked version may still be claimed.
+ * Update the version at tid to claim->updated[p] if nobody holds or changed
+ * it, without waiting and without locking it first: the row's update is
+ * then its only WAL record (a lock is one more).  What the logical
+ * replication apply's update checks, with the partition's constraints, its
+ * bound and its indexes; the partition has no UPDATE trigger (OpenPartitions)
+ * and no stored generated column (ShapeOf).  Otherwise the result says why
+ * (TM_BeingModified: held by a transaction, this one included).
+ */
+static TM_Result
+UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *failure)
+{
+	PartitionSearch *search = &claim->partitions[p];
+	TupleTableSlot *updated = claim->updated[p];
+	LockTupleMode lock_mode;
+	bool		update_indexes;
+	TM_Result	result;
+
+	if (search->rel->rd_att->constr != NULL)
+		ExecConstraints(search->result, updated, search->estate);
+	ExecPartitionCheck(search->result, updated, search->estate, true);
+	result = table_tuple_update(search->rel, tid, updated, GetCurrentCommandId(true),
+								claim->snapshot, InvalidSnapshot, false, failure, &lock_mode,
+								&update_indexes);
+	if (result == TM_Ok && update_indexes && search->result->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(search->result, updated, search->estate, true, false,
+										NULL, NIL));
+	return result;
+}
+
+/*
+ * Lock the job at tid as FOR UPDATE SKIP LOCKED does, and claim it if its
+ * locked version may still be claimed: the way of a job another
+ * transaction holds or changed since the snapshot.
  */
 static void
-TryClaim(DirectClaim *claim, int p)
+LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 {
 	PartitionSearch *search = &claim->partitions[p];
 	TupleTableSlot *locked = claim->locked[p];
-	ItemPointerData tid = search->found->tts_tid;
 	TM_FailureData failure;
 	TM_Result	result;
 	bool		snapshot_isolation = IsolationUsesXactSnapshot();
@@ -345,8 +390,43 @@ TryClaim(DirectClaim *claim, int p)
 			elog(ERROR, "jobqueue: unexpected result %d locking a job to claim", (int) result);
 	}
 	if (Claimable(claim, locked, search->shape))
-		UpdateClaimed(claim, p, locked);
+	{
+		BuildClaimedRow(claim, p, locked);
+		ExecSimpleRelationUpdate(search->result, search->estate, NULL, locked,
+								 claim->updated[p]);
+		KeepClaimed(claim, p, locked);
+	}
 	ExecClearTuple(locked);
+}
+
+/*
+ * Claim the job partition p's search is on (claimable as the snapshot sees
+ * it): updated at once when nobody holds or changed it since, else locked
+ * first (LockAndClaim).
+ */
+static void
+TryClaim(DirectClaim *claim, int p)
+{
+	PartitionSearch *search = &claim->partitions[p];
+	ItemPointerData tid = search->found->tts_tid;
+	TM_FailureData failure;
+	TM_Result	result;
+
+	PrepareUpdate(claim, search);
+	BuildClaimedRow(claim, p, search->found);
+	result = UpdateUnlessHeld(claim, p, &tid, &failure);
+	if (result == TM_Ok)
+	{
+		KeepClaimed(claim, p, search->found);
+		return;
+	}
+	ExecClearTuple(claim->updated[p]);
+	if (result == TM_SelfModified)
+		return;					/* changed by this call already */
+	if (result == TM_Deleted && !IsolationUsesXactSnapshot())
+		return;					/* finished meanwhile */
+	/* held, or changed since the snapshot: as FOR UPDATE SKIP LOCKED decides */
+	LockAndClaim(claim, p, search->found->tts_tid);
 }
 
 /* Claim from range until the request's limit: the best next job of any partition first. */

@@ -11,10 +11,12 @@
  * "Where a call's time goes").  Here the same work is done with the access
  * methods PostgreSQL's own catalog code uses: a look-up of the id in each
  * partition's primary key, under a snapshot taken as a statement's would
- * be, the row locked (following a concurrent update to its newest
- * version, as the statement's re-check does), its token checked on the
- * locked version, and the row deleted (WAL, statistics, serializable
- * conflicts and the visibility map as heap_delete does them).
+ * be, its token checked, and the row deleted (WAL, statistics,
+ * serializable conflicts and the visibility map as heap_delete does them)
+ * at once if nobody holds or changed it since the snapshot.  Otherwise the
+ * row is locked (waiting for the transaction that holds it, following a
+ * concurrent update to its newest version, as the statement's re-check
+ * does), its token checked again on the locked version, and deleted.
  *
  * What the statement does besides, and when the direct way steps aside
  * (DIRECT_USE_STATEMENT, the caller runs the statement):
@@ -138,8 +140,29 @@ DeleteFromPartition(const JqCall *call, Relation rel, int64 id, int64 token, Sna
 	index_close(index, AccessShareLock);
 	if (!found || !HoldsToken(slot, token))
 		goto done;
+	if (UsesFlowControl(slot))
+	{
+		outcome = DIRECT_USE_STATEMENT;
+		goto done;
+	}
 
-	/* lock the newest version, waiting for a transaction that changes it */
+	/*
+	 * Nobody holds or changed the row since the snapshot (the usual case):
+	 * deleted at once, its only WAL record, the token checked above on
+	 * this very version.
+	 */
+	CheckCmdReplicaIdentity(rel, CMD_DELETE);
+	*queue = DatumGetTextPCopy(SlotColumn(slot, "queue", &isnull));
+	tid = slot->tts_tid;
+	result = table_tuple_delete(rel, &tid, GetCurrentCommandId(true), snapshot, InvalidSnapshot,
+								false, &failure, false);
+	if (result == TM_Ok)
+	{
+		outcome = DIRECT_DONE;
+		goto done;
+	}
+
+	/* otherwise lock the newest version, waiting for a transaction that changes it */
 	tid = slot->tts_tid;
 	result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
 							  LockTupleExclusive, LockWaitBlock, lock_flags, &failure);
@@ -162,7 +185,6 @@ DeleteFromPartition(const JqCall *call, Relation rel, int64 id, int64 token, Sna
 		goto done;
 	}
 	*queue = DatumGetTextPCopy(SlotColumn(slot, "queue", &isnull));
-	CheckCmdReplicaIdentity(rel, CMD_DELETE);
 	tid = slot->tts_tid;
 	result = table_tuple_delete(rel, &tid, GetCurrentCommandId(true), snapshot, InvalidSnapshot,
 								true, &failure, false);

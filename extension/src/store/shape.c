@@ -165,7 +165,9 @@ ShapeOf(JobTable table, Relation rel)
 	shape->push_usable = true;
 	ReadDefaults(shape, rel);
 	shape->claim_index = FindClaimIndex(rel);
-	shape->claim_usable = OidIsValid(shape->claim_index);
+	/* a claim's update computes no generated column (direct_claim.c) */
+	shape->claim_usable = OidIsValid(shape->claim_index) &&
+		!(desc->constr != NULL && desc->constr->has_generated_stored);
 	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
 		shape->claim_usable &= shape->attnum[c] > 0;
 	MemoryContextSwitchTo(old);

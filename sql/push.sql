@@ -173,7 +173,17 @@ CREATE TRIGGER regress_jq_mark_push BEFORE INSERT ON queue_jobs
     FOR EACH ROW EXECUTE FUNCTION pg_temp.mark_push();
 SELECT queue_push('with trigger', '{"b": 2}', 'dp') AS dp4 \gset
 SELECT payload FROM queue_jobs WHERE id = :dp4;
+SELECT (queue_push_many('[{"name": "batch with trigger", "queue": "dp", "payload": {"c": 3}}]'))[1] AS dp5 \gset
+SELECT payload FROM queue_jobs WHERE id = :dp5;
 DROP TRIGGER regress_jq_mark_push ON queue_jobs;
+-- queue_push_many's plain jobs go the same way, one executor state for the batch
+SELECT queue_push_many('[{"name": "b1", "queue": "dpb", "priority": 2, "payload": {"n": 1}},
+                         {"name": "b2", "queue": "dpb", "delay": "1 hour", "max_attempts": 5},
+                         {"name": "b3", "queue": "dpb", "deadline": "2999-01-01T00:00:00Z"}]') AS batch_ids \gset
+SELECT name, payload, priority, max_attempts, attempts, ready, token IS NULL AS no_token,
+       deadline IS NOT NULL AS has_deadline, ring = queue_current_ring() AS current_ring,
+       id = (:'batch_ids'::bigint[])[1] + row_number() OVER (ORDER BY id) - 1 AS ids_in_order
+FROM queue_jobs WHERE queue = 'dpb' ORDER BY id;
 SELECT name FROM queue_reserve('{dp}', max_jobs => 10) ORDER BY id;
 
 -- clean up

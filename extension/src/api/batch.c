@@ -379,14 +379,12 @@ Int8ArrayResult(int64 *values, int count)
 
 /*
  * Insert specs[first..first+count), none with a unique key, in one
- * statement; their ids go to ids[first..], in input order.  Queues with a
- * job due now are added to *due_queues.
+ * statement; their ids go to ids[first..], in input order.
  */
 static void
-InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
-			   int64 *ids, List **due_queues)
+InsertPlainRunStatement(const JqCall *call, const JobSpec *specs, int first, int count,
+						JobTable table, Datum ring, int64 *ids)
 {
-	TimestampTz now = call->now;
 	static const Oid types[6] = {TEXTOID, TEXTOID, JSONBOID, INT4OID, INT4OID, TIMESTAMPTZOID};
 	Datum	   *columns[7];
 	Datum		args[9];		/* [8]: the ring partition (1.3) */
@@ -408,7 +406,6 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 		columns[5][row] = TimestampTzGetDatum(job->available_at);
 		columns[6][row] = TimestampTzGetDatum(job->deadline);
 		deadline_nulls[row] = !job->has_deadline;
-		NoteJobSpecDue(job, now);
 	}
 	for (int c = 0; c < 6; c++)
 	{
@@ -420,23 +417,44 @@ InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
 		args[c] = PointerGetDatum(construct_array(columns[c], count, types[c],
 												  typlen, typbyval, typalign));
 	}
-	args[6] = TimestampTzGetDatum(now);
+	args[6] = TimestampTzGetDatum(call->now);
 	args[7] = PointerGetDatum(construct_md_array(columns[6], deadline_nulls, 1, dims, lbs,
 												 TIMESTAMPTZOID, sizeof(TimestampTz),
 												 true, TYPALIGN_DOUBLE));
-	QueueExecuteOn(call, &statements[PLAN_PUSH_BATCH], PushTable(call, &args[8]), args, NULL,
+	args[8] = ring;
+	QueueExecuteOn(call, &statements[PLAN_PUSH_BATCH], table, args, NULL,
 				   SPI_OK_INSERT_RETURNING);
 	if (SPI_processed != (uint64) count)
 		elog(ERROR, "jobqueue: batch insert returned " UINT64_FORMAT " rows for %d jobs",
 			 SPI_processed, count);
-
 	/* RETURNING gives the rows in insertion order, which is input order */
+	for (int row = 0; row < count; row++)
+		ids[first + row] = SpiInt8(row, 1);	/* RETURNING id */
+}
+
+/*
+ * Insert specs[first..first+count), none with a unique key or flow
+ * control: without a plan where the partition allows (store/direct_insert.c),
+ * else in one statement.  Their ids go to ids[first..], in input order;
+ * queues with a job due now are added to *due_queues.
+ */
+static void
+InsertPlainRun(const JqCall *call, const JobSpec *specs, int first, int count,
+			   int64 *ids, List **due_queues)
+{
+	TimestampTz now = call->now;
+	Datum		ring = (Datum) 0;
+	JobTable	table = PushTable(call, &ring);
+
+	if (!InsertJobsDirectly(call, &specs[first], count, table, DatumGetInt16(ring), &ids[first],
+							NULL))
+		InsertPlainRunStatement(call, specs, first, count, table, ring, ids);
 	for (int row = 0; row < count; row++)
 	{
 		const JobSpec *job = &specs[first + row];
-		ClaimPosition position = {job->priority, job->available_at, SpiInt8(row, 1)};
+		ClaimPosition position = {job->priority, job->available_at, ids[first + row]};
 
-		ids[first + row] = position.id;	/* RETURNING id */
+		NoteJobSpecDue(job, now);
 		NoteJobCanRun(job->queue, &position, job->available_at <= now, JOB_PUSHED,
 					  JOB_WAKE_IF_WANTED, due_queues);
 	}

@@ -298,7 +298,8 @@ InsertJob(const JqCall *call, const JobSpec *job, bool *inserted, bool *wake)
 	NoteJobSpecDue(job, now);
 	if (job->parent_count > 0)
 		return InsertChild(call, job);
-	if (InsertJobDirectly(call, job, table, DatumGetInt16(values[PUSH_RING]), &id, wake))
+	if (JobSpecIsPlain(job) &&
+		InsertJobsDirectly(call, job, 1, table, DatumGetInt16(values[PUSH_RING]), &id, wake))
 	{
 		NotePushed(call, job, id);
 		return id;

@@ -60,13 +60,69 @@ HasInsertTriggers(Relation rel)
 		 t->trig_insert_before_statement || t->trig_insert_after_statement);
 }
 
-/* Insert the row in slot into rel as logical replication's apply does. */
+/*
+ * Open the partition of job table "table" for a direct insert: its
+ * relation (RowExclusiveLock, kept to the transaction's end) and shape,
+ * or false (nothing to close) when the statement must run instead.
+ */
+static bool
+OpenForDirectInsert(const JqCall *call, JobTable table, Relation *rel,
+					const PartitionShape **shape)
+{
+	Oid			relid;
+
+	if (table == JOBS_ALL)
+		return false;
+	relid = get_relname_relid(JobTableName(table), call->schema);
+	if (!OidIsValid(relid))
+		return false;
+	*rel = table_open(relid, RowExclusiveLock);
+	*shape = ShapeOf(table, *rel);
+	if (!(*shape)->push_usable || HasInsertTriggers(*rel) || !PartitionWritableDirectly(*rel))
+	{
+		table_close(*rel, NoLock);
+		return false;
+	}
+	return true;
+}
+
+/* Build job's row (as the push statement writes it) in slot. */
 static void
-InsertRow(Relation rel, TupleTableSlot *slot)
+BuildJobRow(TupleTableSlot *slot, const PartitionShape *shape, const JobSpec *job, int64 id,
+			int16 ring, TimestampTz now)
+{
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, shape->defaults, sizeof(Datum) * shape->natts);
+	memcpy(slot->tts_isnull, shape->default_nulls, sizeof(bool) * shape->natts);
+	SetJobColumn(slot, shape, JOB_COL_ID, Int64GetDatum(id), false);
+	SetJobColumn(slot, shape, JOB_COL_QUEUE, PointerGetDatum(job->queue), false);
+	SetJobColumn(slot, shape, JOB_COL_NAME, PointerGetDatum(job->name), false);
+	SetJobColumn(slot, shape, JOB_COL_PAYLOAD, PointerGetDatum(job->payload), false);
+	SetJobColumn(slot, shape, JOB_COL_PRIORITY, Int32GetDatum(job->priority), false);
+	SetJobColumn(slot, shape, JOB_COL_MAX_ATTEMPTS, Int32GetDatum(job->max_attempts), false);
+	SetJobColumn(slot, shape, JOB_COL_AVAILABLE_AT, TimestampTzGetDatum(job->available_at), false);
+	SetJobColumn(slot, shape, JOB_COL_READY, BoolGetDatum(job->available_at <= now), false);
+	SetJobColumn(slot, shape, JOB_COL_CREATED_AT, TimestampTzGetDatum(now), false);
+	SetJobColumn(slot, shape, JOB_COL_DEADLINE, TimestampTzGetDatum(job->deadline),
+				 !job->has_deadline);
+	SetJobColumn(slot, shape, JOB_COL_RING, Int16GetDatum(ring), false);
+	ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * Insert jobs[0..count) into rel as logical replication's apply inserts a
+ * row, one executor state for them all; their ids (from the id sequence,
+ * in order) go to ids.
+ */
+static void
+InsertRows(const JqCall *call, Relation rel, const PartitionShape *shape, const JobSpec *jobs,
+		   int count, int16 ring, int64 *ids)
 {
 	EState	   *estate = CreateExecutorState();
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
 	ResultRelInfo *result = makeNode(ResultRelInfo);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	Oid			id_sequence = get_relname_relid("queue_jobs_id_seq", call->schema);
 
 	rte->rtekind = RTE_RELATION;
 	rte->relid = RelationGetRelid(rel);
@@ -76,74 +132,59 @@ InsertRow(Relation rel, TupleTableSlot *slot)
 	InitResultRelInfo(result, rel, 1, NULL, 0);
 	estate->es_output_cid = GetCurrentCommandId(true);
 	ExecOpenIndices(result, false);
-	ExecSimpleRelationInsert(result, estate, slot);
+	for (int i = 0; i < count; i++)
+	{
+		ids[i] = nextval_internal(id_sequence, false);
+		BuildJobRow(slot, shape, &jobs[i], ids[i], ring, call->now);
+		ExecSimpleRelationInsert(result, estate, slot);
+		/* the partial indexes' predicates are evaluated per row in this context */
+		ResetPerTupleExprContext(estate);
+	}
 	ExecCloseIndices(result);
+	ExecDropSingleTupleTableSlot(slot);
 	ExecResetTupleTable(estate->es_tupleTable, false);
 	FreeExecutorState(estate);
 }
 
 /*
- * Insert the plain push job (see the header) into the ring partition
- * "table" (ring number ring), as api/push.c's statement would; true with its
- * id and whether its queue wants wake-ups, or false (nothing done: run the
- * statement).
+ * Insert count plain push jobs (see the header; the caller checked each
+ * is plain: JobSpecIsPlain) into the ring partition "table" (ring number
+ * ring), as the push statements would; true with their ids, in order, and
+ * (wake not NULL) whether the first one's queue wants wake-ups, or false
+ * (nothing done: run the statements).
  */
 bool
-InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 ring,
-				  int64 *id, bool *wake)
+InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable table,
+				   int16 ring, int64 *ids, bool *wake)
 {
-	Oid			relid;
 	Relation	rel;
 	const PartitionShape *shape;
-	TupleTableSlot *slot;
 	Snapshot	snapshot;
-	QueueSettingsRow settings;
 
-	if (table == JOBS_ALL || job->unique_key != NULL || job->concurrency_key != NULL ||
-		job->parent_count > 0)
+	if (!OpenForDirectInsert(call, table, &rel, &shape))
 		return false;
-	relid = get_relname_relid(JobTableName(table), call->schema);
-	if (!OidIsValid(relid))
-		return false;
-	rel = table_open(relid, RowExclusiveLock);
-	shape = ShapeOf(table, rel);
-	if (!shape->push_usable || HasInsertTriggers(rel) || !PartitionWritableDirectly(rel))
-	{
-		table_close(rel, NoLock);
-		return false;
-	}
-
-	*id = nextval_internal(get_relname_relid("queue_jobs_id_seq", call->schema), false);
-	slot = table_slot_create(rel, NULL);
-	ExecClearTuple(slot);
-	memcpy(slot->tts_values, shape->defaults, sizeof(Datum) * shape->natts);
-	memcpy(slot->tts_isnull, shape->default_nulls, sizeof(bool) * shape->natts);
-	SetJobColumn(slot, shape, JOB_COL_ID, Int64GetDatum(*id), false);
-	SetJobColumn(slot, shape, JOB_COL_QUEUE, PointerGetDatum(job->queue), false);
-	SetJobColumn(slot, shape, JOB_COL_NAME, PointerGetDatum(job->name), false);
-	SetJobColumn(slot, shape, JOB_COL_PAYLOAD, PointerGetDatum(job->payload), false);
-	SetJobColumn(slot, shape, JOB_COL_PRIORITY, Int32GetDatum(job->priority), false);
-	SetJobColumn(slot, shape, JOB_COL_MAX_ATTEMPTS, Int32GetDatum(job->max_attempts), false);
-	SetJobColumn(slot, shape, JOB_COL_AVAILABLE_AT, TimestampTzGetDatum(job->available_at), false);
-	SetJobColumn(slot, shape, JOB_COL_READY, BoolGetDatum(job->available_at <= call->now), false);
-	SetJobColumn(slot, shape, JOB_COL_CREATED_AT, TimestampTzGetDatum(call->now), false);
-	SetJobColumn(slot, shape, JOB_COL_DEADLINE, TimestampTzGetDatum(job->deadline),
-			  !job->has_deadline);
-	SetJobColumn(slot, shape, JOB_COL_RING, Int16GetDatum(ring), false);
-	ExecStoreVirtualTuple(slot);
-
 	/* as a statement: a fresh snapshot, this transaction's earlier work seen */
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	PushActiveSnapshot(snapshot);
-	InsertRow(rel, slot);
-	ReadQueueSettingsRow(call, job->queue, snapshot, &settings);
-	*wake = settings.notify;
+	InsertRows(call, rel, shape, jobs, count, ring, ids);
+	if (wake != NULL)
+	{
+		QueueSettingsRow settings;
+
+		ReadQueueSettingsRow(call, jobs[0].queue, snapshot, &settings);
+		*wake = settings.notify;
+	}
 	PopActiveSnapshot();
 	UnregisterSnapshot(snapshot);
 	CommandCounterIncrement();
-
-	ExecDropSingleTupleTableSlot(slot);
 	table_close(rel, NoLock);
 	return true;
+}
+
+/* Whether job is a plain push (see the header), which may go the direct way. */
+bool
+JobSpecIsPlain(const JobSpec *job)
+{
+	return job->unique_key == NULL && job->concurrency_key == NULL && job->parent_count == 0;
 }

@@ -183,9 +183,10 @@ typedef struct QueueSettingsRow
 extern void ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 								 QueueSettingsRow *settings);
 
-/* store/direct_insert.c: a plain push without a plan */
-extern bool InsertJobDirectly(const JqCall *call, const JobSpec *job, JobTable table, int16 ring,
-							  int64 *id, bool *wake);
+/* store/direct_insert.c: plain pushes without a plan */
+extern bool JobSpecIsPlain(const JobSpec *job);
+extern bool InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable table,
+							   int16 ring, int64 *ids, bool *wake);
 
 /* store/direct_delete.c: a completion without the executor */
 typedef enum DirectOutcome

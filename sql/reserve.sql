@@ -220,3 +220,129 @@ DROP TABLE claimed;
 -- clean up
 RESET jobqueue.clock_offset;
 TRUNCATE queue_jobs, queue_failed_jobs;
+
+--------------------------------------------------------------------------
+-- a claim searches and updates without the executor (1.6,
+-- store/direct_claim.c) and hands out what its statements hand out: the
+-- same jobs in the same order with the same columns, from jobs spread over
+-- both ring partitions and long (merged in claim order), one at a time and
+-- in a batch.  The statements are made to run by a trigger of the user's
+-- on UPDATE (the direct way steps aside for it), which also shows that
+-- such a trigger fires for each claimed job.  A job past its deadline and
+-- one not yet due are not handed out.
+--------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.spread_fixture(q text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    j bigint;
+BEGIN
+    PERFORM set_config('jobqueue.clock_offset', '-2 hours', true);
+    -- name: partition, priority, order of push
+    j := queue_push('long-p1', queue => q, priority => 1);
+    UPDATE queue_jobs SET ring = -1 WHERE id = j;
+    j := queue_push('ring0-p1', queue => q, priority => 1);
+    UPDATE queue_jobs SET ring = 0 WHERE id = j;
+    j := queue_push('ring1-p1', queue => q, priority => 1);
+    UPDATE queue_jobs SET ring = 1 WHERE id = j;
+    j := queue_push('ring1-p7', queue => q, priority => 7);
+    UPDATE queue_jobs SET ring = 1 WHERE id = j;
+    j := queue_push('long-p7', queue => q, priority => 7);
+    UPDATE queue_jobs SET ring = -1 WHERE id = j;
+    j := queue_push('ring0-p0', queue => q);
+    UPDATE queue_jobs SET ring = 0 WHERE id = j;
+    j := queue_push('long-p0-old', queue => q);
+    UPDATE queue_jobs SET ring = -1, available_at = available_at - interval '1 hour' WHERE id = j;
+    -- never handed out: past its deadline, not yet due
+    j := queue_push('expired', queue => q, priority => 9);
+    UPDATE queue_jobs SET ring = 1, deadline = now() - interval '3 hours' WHERE id = j;
+    j := queue_push('not-yet-due', queue => q, priority => 9);
+    UPDATE queue_jobs SET ring = -1, available_at = now() + interval '1 day' WHERE id = j;
+END $$;
+
+-- what a claim hands out and what it writes, in claim order (q: the fixture's queue)
+CREATE FUNCTION pg_temp.claim_all(q text, per_call int) RETURNS TABLE (
+    n bigint, name text, priority int, attempts int, max_attempts int, partition text,
+    ready boolean, lease_returned boolean, held_until_lease boolean,
+    worker text, token_matches boolean, payload jsonb, created_is_kept boolean, last_error text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    claimed queue_job;
+    k bigint := 0;
+    got int;
+BEGIN
+    LOOP
+        got := 0;
+        FOR claimed IN SELECT * FROM queue_reserve(ARRAY[q], '90 seconds', 'w-' || q, per_call) LOOP
+            got := got + 1;
+            k := k + 1;
+            RETURN QUERY
+            SELECT k, j.name, j.priority, j.attempts, j.max_attempts,
+                   replace(j.tableoid::regclass::text, 'queue_jobs_', ''),
+                   j.ready, claimed.reserved_until = j.reserved_until,
+                   j.available_at = j.reserved_until,
+                   j.reserved_by, j.token = claimed.token AND claimed.token IS NOT NULL,
+                   claimed.payload, claimed.created_at = j.created_at, claimed.last_error
+            FROM queue_jobs j WHERE j.id = claimed.id
+              AND claimed.name = j.name AND claimed.attempts = j.attempts
+              AND claimed.priority = j.priority AND claimed.max_attempts = j.max_attempts;
+        END LOOP;
+        EXIT WHEN got = 0;
+    END LOOP;
+END $$;
+
+-- the direct claim, one at a time and ten at a time
+BEGIN;
+SELECT pg_temp.spread_fixture('direct1'), pg_temp.spread_fixture('direct10');
+COMMIT;
+SELECT count(DISTINCT tableoid) AS partitions_used FROM queue_jobs WHERE queue = 'direct1';
+CREATE TEMP TABLE direct_one AS SELECT * FROM pg_temp.claim_all('direct1', 1);
+CREATE TEMP TABLE direct_ten AS SELECT * FROM pg_temp.claim_all('direct10', 10);
+SELECT * FROM direct_one ORDER BY n;
+
+-- the statements, with a trigger of the user's on UPDATE, which fires once per claimed job
+CREATE TABLE pg_temp.updated_log (name text, was_ready boolean, now_ready boolean);
+CREATE FUNCTION pg_temp.log_update() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO pg_temp.updated_log VALUES (NEW.name, OLD.ready, NEW.ready); RETURN NEW; END$$;
+BEGIN;
+SELECT pg_temp.spread_fixture('stmt1'), pg_temp.spread_fixture('stmt10');
+COMMIT;
+TRUNCATE pg_temp.updated_log;
+CREATE TRIGGER regress_jq_log_update AFTER UPDATE ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.log_update();
+CREATE TEMP TABLE stmt_one AS SELECT * FROM pg_temp.claim_all('stmt1', 1);
+CREATE TEMP TABLE stmt_ten AS SELECT * FROM pg_temp.claim_all('stmt10', 10);
+DROP TRIGGER regress_jq_log_update ON queue_jobs;
+SELECT count(*) AS trigger_fired, bool_and(was_ready AND NOT now_ready) AS each_a_claim
+  FROM pg_temp.updated_log;
+
+-- the same, column by column (the worker's name aside)
+SELECT count(*) AS claimed_each_way,
+       count(*) FILTER (WHERE (d.name, d.priority, d.attempts, d.max_attempts, d.partition, d.ready,
+                               d.lease_returned, d.held_until_lease, d.token_matches, d.payload,
+                               d.created_is_kept, d.last_error)
+                        IS NOT DISTINCT FROM
+                              (s.name, s.priority, s.attempts, s.max_attempts, s.partition, s.ready,
+                               s.lease_returned, s.held_until_lease, s.token_matches, s.payload,
+                               s.created_is_kept, s.last_error)) AS the_same
+  FROM direct_one d FULL JOIN stmt_one s USING (n);
+SELECT count(*) AS claimed_each_way,
+       count(*) FILTER (WHERE (d.name, d.partition, d.attempts, d.held_until_lease, d.token_matches)
+                        IS NOT DISTINCT FROM (s.name, s.partition, s.attempts, s.held_until_lease,
+                                              s.token_matches)) AS the_same
+  FROM direct_ten d FULL JOIN stmt_ten s USING (n);
+SELECT bool_and(worker = 'w-direct1') AS worker_recorded FROM direct_one;
+SELECT name, token IS NULL AS not_claimed FROM queue_jobs
+ WHERE queue = 'direct1' AND name = 'not-yet-due';
+
+-- a paused queue hands out nothing; its default lease applies when the claim gives none
+SELECT queue_push('paused job', queue => 'dpause') AS dpause_id \gset
+SELECT queue_pause('dpause') IS NOT NULL AS paused;
+SELECT count(*) AS from_paused FROM queue_reserve('{dpause}');
+SELECT queue_resume('dpause') IS NOT NULL AS resumed;
+SELECT queue_set_default_lease('dpause', '7 minutes') IS NOT NULL AS lease_set;
+SELECT reserved_until - pg_temp.qnow() BETWEEN interval '6 minutes 50 seconds' AND interval '7 minutes'
+       AS default_lease_applied
+  FROM queue_reserve('{dpause}');
+
+-- clean up
+RESET jobqueue.clock_offset;
+TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;

@@ -6,7 +6,8 @@
 # planner left alone picks sequential scans and sorts (shown by a control
 # query), a push, a claim and a completion run, and auto_explain prints
 # the plan of every statement they run (log_level notice): none may scan a
-# job partition sequentially, use a bitmap or sort.
+# job partition sequentially, use a bitmap or sort.  A plain claim runs no
+# search or UPDATE at all (the direct claim); a rate-limited one does.
 #
 # Runs against the cluster of the PG* environment; about 2 s.
 set -euo pipefail
@@ -30,17 +31,36 @@ control=$(psql -X -At -v ON_ERROR_STOP=1 -c "EXPLAIN (COSTS OFF) SELECT id FROM 
 check "control: without the rule the planner picks a sequential scan or a sort here" \
     grep -qE 'Seq Scan on queue_jobs|Sort' <<< "$control"
 
-plans=$(psql -X -v ON_ERROR_STOP=1 2>&1 <<'SQL'
+# auto_explain's settings, then the calls; prints every statement's plan
+explained() {
+    psql -X -v ON_ERROR_STOP=1 2>&1 <<SQL
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
 SET auto_explain.log_nested_statements = on;
 SET auto_explain.log_level = notice;
-SELECT queue_push('x', '{}', 'q');
-SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve('{q}')) AS done;
+$1
 SQL
-)
+}
+
+# A plain queue: push, claim and completion take the direct paths (1.6,
+# store/direct_*.c), so no claim statement may be planned at all; the
+# promotion probes are.  A rate-limited queue's claim takes the statements
+# (flow/ratelimit.c): those are the claim's search and UPDATE.
+plain=$(explained "SELECT queue_push('x', '{}', 'q');
+SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve('{q}')) AS done;")
+limited=$(explained "SELECT queue_rate_limit_set('r', 100, '1 second');
+SELECT queue_push('x', '{}', 'r');
+SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve('{r}')) AS done;")
+claim_search='Query Text: /\* jobqueue hot path \*/ SELECT id, priority, available_at'
+claim_update='Query Text: /\* jobqueue hot path \*/ UPDATE .* SET ready = false'
+check "a plain claim plans no search and no UPDATE (the direct claim)" \
+    bash -c '! grep -qE "$1|$2" <<< "$3"' _ "$claim_search" "$claim_update" "$plain"
+check "a rate-limited claim runs its search and UPDATE as statements" \
+    bash -c 'grep -qE "$1" <<< "$3" && grep -qE "$2" <<< "$3"' _ "$claim_search" "$claim_update" "$limited"
+plans="$plain
+$limited"
 hot=$(grep -c 'Query Text: /\* jobqueue hot path \*/' <<< "$plans" || true)
-check "auto_explain showed the extension's hot statements ($hot)" test "$hot" -ge 3
+check "auto_explain showed the extension's hot statements ($hot)" test "$hot" -ge 5
 bad=$(grep -E 'Seq Scan on queue_jobs|Bitmap|  Sort ' <<< "$plans" || true)
 check "no sequential scan of a job table, bitmap or sort in them" test -z "$bad"
 if [[ -n $bad ]]; then echo "$bad"; fi

@@ -32,8 +32,8 @@
  *     version is checked again for everything the search relied on (ready,
  *     due, not expired, attempts left), as the UPDATE's WHERE does;
  *   - either way the row is updated as logical replication's apply updates
- *     one (constraints, the partition bound, every index, WAL,
- *     statistics).  The new values are the claim UPDATE's: not ready, one
+ *     one (constraints, every index, WAL, statistics; the partition key's
+ *     columns are not changed, so the row stays within its bound).  The new values are the claim UPDATE's: not ready, one
  *     more attempt, due and held until the lease's end, the worker, a new
  *     fencing token.
  *
@@ -321,9 +321,11 @@ KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
  * Update the version at tid to claim->updated[p] if nobody holds or changed
  * it, without waiting and without locking it first: the row's update is
  * then its only WAL record (a lock is one more).  What the logical
- * replication apply's update checks, with the partition's constraints, its
- * bound and its indexes; the partition has no UPDATE trigger (OpenPartitions)
- * and no stored generated column (ShapeOf).  Otherwise the result says why
+ * replication apply's update checks, with the partition's constraints and
+ * its indexes; the partition has no UPDATE trigger (OpenPartitions) and no
+ * stored generated column (ShapeOf), and the claim changes neither column
+ * of the partition key (the ring, the unique key): the row stays within the
+ * bound it was found in, which the apply's update would plan a check of.  Otherwise the result says why
  * (TM_BeingModified: held by a transaction, this one included).
  */
 static TM_Result
@@ -337,7 +339,6 @@ UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *fai
 
 	if (search->rel->rd_att->constr != NULL)
 		ExecConstraints(search->result, updated, search->estate);
-	ExecPartitionCheck(search->result, updated, search->estate, true);
 	result = table_tuple_update(search->rel, tid, updated, GetCurrentCommandId(true),
 								claim->snapshot, InvalidSnapshot, false, failure, &lock_mode,
 								&update_indexes);

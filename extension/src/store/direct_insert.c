@@ -12,7 +12,8 @@
  * logical replication applies one (ExecSimpleRelationInsert): the
  * partition's constraints, its partition bound and every index (partial
  * ones too) are checked and written as the statement would, with WAL and
- * statistics; only the plan is missing.  The queue's wake-up setting is
+ * statistics; only the plan is missing (and the partition bound's check
+ * after the first push of a ring into the partition: InsertRow).  The queue's wake-up setting is
  * one look-up of queue_settings' primary key under the same snapshot.
  *
  * Only the plain push goes this way: no unique key (its arbiter is the
@@ -110,13 +111,40 @@ BuildJobRow(TupleTableSlot *slot, const PartitionShape *shape, const JobSpec *jo
 }
 
 /*
- * Insert jobs[0..count) into rel as logical replication's apply inserts a
- * row, one executor state for them all; their ids (from the id sequence,
- * in order) go to ids.
+ * Insert the row in slot as logical replication's apply inserts one
+ * (ExecSimpleRelationInsert), less what the partition cannot need: no
+ * trigger fires on INSERT and no column is generated (OpenForDirectInsert,
+ * ShapeOf), and the partition bound is checked for the first push of a
+ * ring into the partition only: the partition key is computed from the ring
+ * and the unique key, the same for every plain push of that ring, and its
+ * check is an expression planned anew for each executor state.
  */
 static void
-InsertRows(const JqCall *call, Relation rel, const PartitionShape *shape, const JobSpec *jobs,
-		   int count, int16 ring, int64 *ids)
+InsertRow(JobTable table, const PartitionShape *shape, ResultRelInfo *result, EState *estate,
+		  TupleTableSlot *slot, int16 ring)
+{
+	Relation	rel = result->ri_RelationDesc;
+
+	if (rel->rd_att->constr != NULL)
+		ExecConstraints(result, slot, estate);
+	if (shape->bound_checked_ring != ring)
+	{
+		ExecPartitionCheck(result, slot, estate, true);
+		NoteBoundChecked(table, ring);
+	}
+	table_tuple_insert(rel, slot, estate->es_output_cid, 0, NULL);
+	if (result->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(result, slot, estate, false, false, NULL, NIL));
+}
+
+/*
+ * Insert jobs[0..count) into the partition rel of job table "table", one
+ * executor state for them all; their ids (from the id sequence, in order)
+ * go to ids.
+ */
+static void
+InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShape *shape,
+		   const JobSpec *jobs, int count, int16 ring, int64 *ids)
 {
 	EState	   *estate = CreateExecutorState();
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
@@ -136,7 +164,7 @@ InsertRows(const JqCall *call, Relation rel, const PartitionShape *shape, const 
 	{
 		ids[i] = nextval_internal(id_sequence, false);
 		BuildJobRow(slot, shape, &jobs[i], ids[i], ring, call->now);
-		ExecSimpleRelationInsert(result, estate, slot);
+		InsertRow(table, shape, result, estate, slot, ring);
 		/* the partial indexes' predicates are evaluated per row in this context */
 		ResetPerTupleExprContext(estate);
 	}
@@ -167,7 +195,7 @@ InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable 
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	PushActiveSnapshot(snapshot);
-	InsertRows(call, rel, shape, jobs, count, ring, ids);
+	InsertRows(call, table, rel, shape, jobs, count, ring, ids);
 	if (wake != NULL)
 	{
 		QueueSettingsRow settings;

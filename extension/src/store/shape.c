@@ -162,7 +162,9 @@ ShapeOf(JobTable table, Relation rel)
 	shape->natts = desc->natts;
 	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
 		shape->attnum[c] = Max(SPI_fnumber(desc, job_column_names[c]), 0);
-	shape->push_usable = true;
+	/* a push computes no generated column (direct_insert.c) */
+	shape->push_usable = !(desc->constr != NULL && desc->constr->has_generated_stored);
+	shape->bound_checked_ring = -2;
 	ReadDefaults(shape, rel);
 	shape->claim_index = FindClaimIndex(rel);
 	/* a claim's update computes no generated column (direct_claim.c) */
@@ -189,4 +191,16 @@ Datum
 JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column, bool *isnull)
 {
 	return slot_getattr(slot, shape->attnum[column], isnull);
+}
+
+/*
+ * A plain push with ring number ring was found within the partition bound
+ * of table's partition: every later one is (the partition key is the ring
+ * and the unique key, which a plain push leaves NULL), until the partition
+ * changes and its shape is read again.
+ */
+void
+NoteBoundChecked(JobTable table, int ring)
+{
+	shapes[table].bound_checked_ring = ring;
 }

@@ -158,6 +158,8 @@ typedef struct PartitionShape
 	bool		push_usable;
 	Datum	   *defaults;		/* per attribute, in context */
 	bool	   *default_nulls;
+	/* the ring a plain push into it was found within its partition bound (-2: none yet) */
+	int			bound_checked_ring;
 	/* a claim: the claim index and every column there */
 	bool		claim_usable;
 	Oid			claim_index;
@@ -165,6 +167,7 @@ typedef struct PartitionShape
 } PartitionShape;
 
 extern const PartitionShape *ShapeOf(JobTable table, Relation rel);
+extern void NoteBoundChecked(JobTable table, int ring);
 extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
 						 Datum value, bool isnull);
 extern Datum JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,

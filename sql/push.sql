@@ -184,6 +184,25 @@ SELECT name, payload, priority, max_attempts, attempts, ready, token IS NULL AS 
        deadline IS NOT NULL AS has_deadline, ring = queue_current_ring() AS current_ring,
        id = (:'batch_ids'::bigint[])[1] + row_number() OVER (ORDER BY id) - 1 AS ids_in_order
 FROM queue_jobs WHERE queue = 'dpb' ORDER BY id;
+-- the partition bound is still checked after the partitions change: with the
+-- ring partitions' bounds swapped a push (the direct way's first for that
+-- shape) is refused as the INSERT statement would refuse it, and nothing is written
+BEGIN;
+DELETE FROM queue_jobs;
+ALTER TABLE queue_jobs DETACH PARTITION queue_jobs_ring0;
+ALTER TABLE queue_jobs DETACH PARTITION queue_jobs_ring1;
+ALTER TABLE queue_jobs ATTACH PARTITION queue_jobs_ring0 FOR VALUES IN (1);
+ALTER TABLE queue_jobs ATTACH PARTITION queue_jobs_ring1 FOR VALUES IN (0);
+DO $$
+BEGIN
+    PERFORM queue_push('outside its bound', queue => 'dp');
+    RAISE NOTICE 'pushed';
+EXCEPTION WHEN check_violation THEN
+    RAISE NOTICE 'refused: %', SQLSTATE;
+END $$;
+SELECT count(*) AS written FROM queue_jobs WHERE name = 'outside its bound';
+ROLLBACK;
+SELECT queue_push('bounds restored', queue => 'dp') IS NOT NULL AS pushed;
 SELECT name FROM queue_reserve('{dp}', max_jobs => 10) ORDER BY id;
 
 -- clean up

@@ -367,6 +367,29 @@ FROM (SELECT queue_delete_many(array_agg(id ORDER BY id DESC), array_agg(token O
 SELECT count(*) AS left_in_queue FROM queue_jobs WHERE queue = 'dm_1000_q';
 SELECT queue_failed_count() AS failed_rows;
 
+-- the jobs are deleted without the executor (1.6, store/direct_delete.c);
+-- a keyed job among them takes queue_delete's statement, whose trigger
+-- hands its key's slot to the job waiting for it; a trigger of the user's
+-- on DELETE makes every job take the statements, and fires for each
+SELECT queue_push('dm_key_1', queue => 'dm_key_q', concurrency_key => 'k') AS key1 \gset
+SELECT queue_push('dm_key_2', queue => 'dm_key_q', concurrency_key => 'k') AS key2 \gset
+SELECT queue_push('dm_plain', queue => 'dm_key_q') AS plain1 \gset
+CREATE TEMP TABLE dmk AS SELECT id, token, name FROM queue_reserve('{dm_key_q}', max_jobs => 10);
+SELECT name FROM dmk ORDER BY name;
+SELECT cardinality(queue_delete_many(ARRAY(SELECT id FROM dmk ORDER BY name),
+                                     ARRAY(SELECT token FROM dmk ORDER BY name))) AS completed;
+SELECT name FROM queue_reserve('{dm_key_q}', max_jobs => 10) AS slot_handed_over;
+CREATE TABLE pg_temp.dm_deleted (name text);
+CREATE FUNCTION pg_temp.dm_log() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO pg_temp.dm_deleted VALUES (OLD.name); RETURN OLD; END$$;
+CREATE TRIGGER regress_jq_dm_log AFTER DELETE ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.dm_log();
+SELECT cardinality(queue_push_many('[{"name": "dm_t1", "queue": "dm_trig_q"}, {"name": "dm_t2", "queue": "dm_trig_q"}]')) AS pushed;
+CREATE TEMP TABLE dmt AS SELECT id, token FROM queue_reserve('{dm_trig_q}', max_jobs => 10);
+SELECT cardinality(queue_delete_many(ARRAY(SELECT id FROM dmt), ARRAY(SELECT token FROM dmt))) AS completed;
+DROP TRIGGER regress_jq_dm_log ON queue_jobs;
+SELECT name FROM pg_temp.dm_deleted ORDER BY name;
+
 --------------------------------------------------------------------------
 -- queue_release_many
 --------------------------------------------------------------------------

@@ -31,6 +31,7 @@ extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text 
 extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 						   text *error, List **wake_queues);
 extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
+extern bool DeleteJobWithStatement(const JqCall *call, int64 id, int64 token);
 
 /* api/rotation.c: the storage ring's rotation */
 extern void JobqueueDefineRotation(void);

@@ -604,18 +604,13 @@ LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 }
 
 /*
- * queue_delete_many(ids, tokens) returns bigint[]: the ids completed, in the
- * order given.  Each job is fenced by its own token: the jobs are locked,
- * each (id, token) pair is checked against the current claim, and only the
- * matching ones are deleted.
+ * queue_delete_many's statements: the jobs are locked, each (id, token)
+ * pair is checked against the current claim, and only the matching ones are
+ * deleted.
  */
-Datum
-jobqueue_delete_many(PG_FUNCTION_ARGS)
+static Datum
+DeleteManyWithStatements(JqCall *call, int64 *ids, int64 *tokens, int count)
 {
-	JqCall		call;
-	int64	   *ids;
-	int64	   *tokens;
-	int			count;
 	Datum	   *id_datums;
 	IdToken    *current;
 	int			current_count;
@@ -623,11 +618,6 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	Datum	   *done_datums;
 	int			done_count = 0;
 	JobTable   *done_tables;
-
-	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
-	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
-	if (count == 0)
-		return Int8ArrayResult(NULL, 0);
 
 	id_datums = palloc(sizeof(Datum) * count);
 	for (int i = 0; i < count; i++)
@@ -640,7 +630,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	SPI_connect();
 	/* the current claims, sorted by id; a job nobody holds matches no pair */
 	current = palloc(sizeof(IdToken) * count);
-	current_count = LockCurrentClaims(&call, id_datums, count, current);
+	current_count = LockCurrentClaims(call, id_datums, count, current);
 
 	for (int i = 0; i < count; i++)
 	{
@@ -669,12 +659,95 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 		if (in_table == 0)
 			continue;
 		args[0] = PointerGetDatum(Int8ArrayFromDatums(done_datums, in_table));
-		RemoveJobs(&call, JOB_REMOVAL_COMPLETED, &statements[PLAN_DELETE_IDS], t, args, NULL,
+		RemoveJobs(call, JOB_REMOVAL_COMPLETED, &statements[PLAN_DELETE_IDS], t, args, NULL,
 				   SPI_OK_DELETE, NULL);
 	}
 	SPI_finish();
 
 	return Int8ArrayResult(done, done_count);
+}
+
+/* A pair of queue_delete_many's arguments, for putting them in id order. */
+typedef struct PairAt
+{
+	int64		id;
+	int			position;		/* in the arguments */
+} PairAt;
+
+static int
+ComparePairs(const void *a, const void *b)
+{
+	const PairAt *x = a;
+	const PairAt *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->position - y->position;
+}
+
+/*
+ * queue_delete_many(ids, tokens) returns bigint[]: the ids completed, in the
+ * order given.  Each job is fenced by its own token; a job is completed once
+ * however many pairs name it.  Without the executor where the partitions
+ * allow (store/direct_delete.c), in id order (the order the statements lock
+ * the jobs in); a job the direct way leaves to the statement (a key, children)
+ * takes queue_delete's; else the statements.
+ */
+Datum
+jobqueue_delete_many(PG_FUNCTION_ARGS)
+{
+	JqCall		call;
+	int64	   *ids;
+	int64	   *tokens;
+	int			count;
+	PairAt	   *order;
+	int64	   *sorted_ids;
+	int64	   *sorted_tokens;
+	DirectOutcome *outcomes;
+	text	  **queues;
+	bool	   *done;
+	int64	   *result;
+	int			done_count = 0;
+
+	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
+	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
+	if (count == 0)
+		return Int8ArrayResult(NULL, 0);
+
+	order = palloc(sizeof(PairAt) * count);
+	for (int i = 0; i < count; i++)
+		order[i] = (PairAt) {ids[i], i};
+	qsort(order, count, sizeof(PairAt), ComparePairs);
+	sorted_ids = palloc(sizeof(int64) * count);
+	sorted_tokens = palloc(sizeof(int64) * count);
+	for (int k = 0; k < count; k++)
+	{
+		sorted_ids[k] = ids[order[k].position];
+		sorted_tokens[k] = tokens[order[k].position];
+	}
+	outcomes = palloc(sizeof(DirectOutcome) * count);
+	queues = palloc(sizeof(text *) * count);
+	if (!DeleteJobsDirectly(&call, count, sorted_ids, sorted_tokens, outcomes, queues))
+		return DeleteManyWithStatements(&call, ids, tokens, count);
+
+	done = palloc0(sizeof(bool) * count);
+	for (int k = 0; k < count; k++)
+	{
+		int			at = order[k].position;
+
+		if (outcomes[k] == DIRECT_DONE)
+		{
+			CountJobs(queues[k], JOB_COMPLETED, 1);
+			done[at] = true;
+		}
+		else if (outcomes[k] == DIRECT_USE_STATEMENT)
+			done[at] = DeleteJobWithStatement(&call, sorted_ids[k], sorted_tokens[k]);
+	}
+	result = palloc(sizeof(int64) * count);
+	for (int i = 0; i < count; i++)
+		if (done[i])
+			result[done_count++] = ids[i];
+	return Int8ArrayResult(result, done_count);
 }
 
 /*

@@ -150,6 +150,27 @@ ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token)
 	*token = PG_GETARG_INT64(1);
 }
 
+/*
+ * Delete the claimed job (id, token) with the statement, which fires the
+ * flow trigger (flow.c: a key's slot, children); returns whether it did.
+ * For the jobs the direct way leaves to it (store/direct_delete.c).
+ */
+bool
+DeleteJobWithStatement(const JqCall *call, int64 id, int64 token)
+{
+	Datum		args[2] = {Int64GetDatum(id), Int64GetDatum(token)};
+	bool		deleted;
+	JobTable	found;
+
+	SPI_connect();
+	/* a completion: flow control (flow.c) need not look for it in the failed table */
+	deleted = RemoveJobs(call, JOB_REMOVAL_COMPLETED, &statements[PLAN_DELETE], JOBS_ALL, args,
+						 NULL, SPI_OK_DELETE_RETURNING, &found) == 1;
+	CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
+	SPI_finish();
+	return deleted;
+}
+
 /* queue_delete(id, token): the job is done. */
 Datum
 jobqueue_delete(PG_FUNCTION_ARGS)
@@ -157,35 +178,19 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	JqCall		call;
 	int64		id;
 	int64		token;
-	Datum		args[2];
-	bool		deleted;
-	JobTable	found;
-
+	DirectOutcome outcome;
 	text	   *queue;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
-	switch (DeleteJobDirectly(&call, id, token, &queue))
+	if (DeleteJobsDirectly(&call, 1, &id, &token, &outcome, &queue))
 	{
-		case DIRECT_DONE:
+		if (outcome == DIRECT_DONE)
 			CountJobs(queue, JOB_COMPLETED, 1);
-			PG_RETURN_BOOL(true);
-		case DIRECT_NOT_FOUND:
-			PG_RETURN_BOOL(false);
-		case DIRECT_USE_STATEMENT:
-			break;
+		if (outcome != DIRECT_USE_STATEMENT)
+			PG_RETURN_BOOL(outcome == DIRECT_DONE);
 	}
-	args[0] = Int64GetDatum(id);
-	args[1] = Int64GetDatum(token);
-
-	SPI_connect();
-	/* a completion: flow control (flow.c) need not look for it in the failed table */
-	deleted = RemoveJobs(&call, JOB_REMOVAL_COMPLETED, &statements[PLAN_DELETE], JOBS_ALL, args,
-						 NULL, SPI_OK_DELETE_RETURNING, &found) == 1;
-	CountJobsOfRows(1, JOB_COMPLETED);	/* RETURNING queue */
-	SPI_finish();
-
-	PG_RETURN_BOOL(deleted);
+	PG_RETURN_BOOL(DeleteJobWithStatement(&call, id, token));
 }
 
 /*

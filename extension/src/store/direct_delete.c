@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * direct_delete.c
- *	  A completion (queue_delete) without the executor.
+ *	  Completions (queue_delete, queue_delete_many) without the executor.
  *
  * queue_delete is half of every job's life (a claim, then a completion),
  * and as a statement (DELETE ... WHERE id = $1 AND token = $2) most of its
@@ -31,8 +31,11 @@
  *     identity: checked as the executor checks it (an error, as there);
  *   - a row that a concurrent update moved to another partition (which the
  *     statement reports as an error) takes the statement too.
- * The locks are the statement's: ACCESS SHARE on every partition (ring.c),
- * ROW EXCLUSIVE on the one the row is deleted from, the row's own lock.
+ * The locks: ACCESS SHARE on every partition (ring.c), as the statement
+ * takes it, and ROW EXCLUSIVE on each of the three (the statement takes it
+ * on those it looked in), the row's own lock.  A batch (queue_delete_many)
+ * opens the partitions once and works under one snapshot, as its
+ * statements did.
  *
  *-------------------------------------------------------------------------
  */
@@ -105,20 +108,28 @@ UsesFlowControl(TupleTableSlot *slot)
 	return !no_key || (!isnull && DatumGetBool(has_children));
 }
 
+/* A partition a completion looks in, opened once for a call's jobs. */
+typedef struct CompletionPartition
+{
+	JobTable	table;
+	Relation	rel;
+	Relation	primary_key;
+	TupleTableSlot *slot;
+} CompletionPartition;
+
 /*
- * Find the row of job id in rel by its primary key under snapshot, lock its
- * newest version and delete it if it holds token.  *queue gets its queue
- * when deleted.
+ * Find the row of job id in the partition by its primary key under
+ * snapshot and delete it if it holds token (see the header).  *queue gets
+ * its queue when deleted.
  */
 static DirectOutcome
-DeleteFromPartition(const JqCall *call, Relation rel, int64 id, int64 token, Snapshot snapshot,
+DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snapshot snapshot,
 					text **queue)
 {
-	Oid			primary_key = RelationGetPrimaryKeyIndex(rel);
-	Relation	index;
+	Relation	rel = partition->rel;
 	IndexScanDesc scan;
 	ScanKeyData key;
-	TupleTableSlot *slot;
+	TupleTableSlot *slot = partition->slot;
 	DirectOutcome outcome = DIRECT_NOT_FOUND;
 	ItemPointerData tid;
 	TM_FailureData failure;
@@ -128,16 +139,11 @@ DeleteFromPartition(const JqCall *call, Relation rel, int64 id, int64 token, Sna
 	/* as the executor locks rows: following updates only under read committed */
 	uint8		lock_flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
 
-	if (!OidIsValid(primary_key))
-		return DIRECT_USE_STATEMENT;
-	index = index_open(primary_key, AccessShareLock);
-	slot = table_slot_create(rel, NULL);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
-	scan = index_beginscan(rel, index, snapshot, 1, 0);
+	scan = index_beginscan(rel, partition->primary_key, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
-	index_close(index, AccessShareLock);
 	if (!found || !HoldsToken(slot, token))
 		goto done;
 	if (UsesFlowControl(slot))
@@ -193,49 +199,103 @@ DeleteFromPartition(const JqCall *call, Relation rel, int64 id, int64 token, Sna
 			 id, (int) result);
 	outcome = DIRECT_DONE;
 done:
-	ExecDropSingleTupleTableSlot(slot);
+	ExecClearTuple(slot);
 	return outcome;
 }
 
 /*
- * queue_delete(id, token) without the executor: DIRECT_DONE (deleted; its
- * queue in *queue), DIRECT_NOT_FOUND (no row of the job holds that token:
- * the statement would have deleted nothing), or DIRECT_USE_STATEMENT (see
- * the header: nothing was changed, the caller runs the statement).  Looks
- * in the partitions in the order of ring.c; a schema before 1.3 (one
- * table) takes the statement.
+ * Open the three partitions (locked in ring.c's order, RowExclusiveLock
+ * kept to the transaction's end) with their primary keys; false (nothing
+ * left open) for a schema before 1.3 or a partition the direct way must
+ * leave to the statement (see the header).
  */
-DirectOutcome
-DeleteJobDirectly(const JqCall *call, int64 id, int64 token, text **queue)
+static bool
+OpenPartitions(const JqCall *call, CompletionPartition partitions[3])
 {
 	JobTable	tables[3];
 	Oid			relids[3];
-	DirectOutcome outcome = DIRECT_NOT_FOUND;
-	Snapshot	snapshot;
 
 	if (JobPartitionsToSearch(call, tables, relids) != 3)
-		return DIRECT_USE_STATEMENT;
+		return false;
+	for (int i = 0; i < 3; i++)
+	{
+		Relation	rel = table_open(relids[i], RowExclusiveLock);
+		Oid			primary_key = RelationGetPrimaryKeyIndex(rel);
+
+		if (!OnlyExtensionTrigger(rel, call) || !PartitionWritableDirectly(rel) ||
+			!OidIsValid(primary_key))
+		{
+			table_close(rel, NoLock);
+			for (int j = 0; j < i; j++)
+			{
+				index_close(partitions[j].primary_key, AccessShareLock);
+				ExecDropSingleTupleTableSlot(partitions[j].slot);
+				table_close(partitions[j].rel, NoLock);
+			}
+			return false;
+		}
+		partitions[i].table = tables[i];
+		partitions[i].rel = rel;
+		partitions[i].primary_key = index_open(primary_key, AccessShareLock);
+		partitions[i].slot = table_slot_create(rel, NULL);
+	}
+	return true;
+}
+
+/*
+ * queue_delete's work for count (id, token) pairs without the executor,
+ * in the order given (queue_delete_many gives them sorted by id, the order
+ * its statement locks them in; once a pair deleted a job, the pairs naming
+ * it right after find nothing), under one snapshot taken as a statement's
+ * would be: outcomes[i] is DIRECT_DONE (deleted; its queue in queues[i]),
+ * DIRECT_NOT_FOUND (no row of the job holds that token: the statement
+ * would have deleted nothing) or DIRECT_USE_STATEMENT (nothing done for
+ * that job: the caller runs the statement for it).  Returns false when
+ * nothing was done at all (a schema before 1.3, or a partition the direct
+ * way leaves to the statement): the caller runs the statements.
+ */
+bool
+DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
+				   DirectOutcome *outcomes, text **queues)
+{
+	CompletionPartition partitions[3];
+	Snapshot	snapshot;
+	int64		last_deleted = 0;
+	bool		deleted_any = false;
+
+	if (!OpenPartitions(call, partitions))
+		return false;
 	/* as a statement: see this transaction's earlier work, with a fresh snapshot */
 	CommandCounterIncrement();
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	PushActiveSnapshot(snapshot);
-	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
+	for (int j = 0; j < count; j++)
 	{
-		Relation	rel = table_open(relids[i], RowExclusiveLock);
-
-		if (!OnlyExtensionTrigger(rel, call) || !PartitionWritableDirectly(rel))
-			outcome = DIRECT_USE_STATEMENT;
-		else
+		outcomes[j] = DIRECT_NOT_FOUND;
+		/* the statement's snapshot still sees a row this call deleted */
+		if (deleted_any && ids[j] == last_deleted)
+			continue;
+		for (int i = 0; i < 3 && outcomes[j] == DIRECT_NOT_FOUND; i++)
 		{
-			outcome = DeleteFromPartition(call, rel, id, token, snapshot, queue);
-			if (outcome == DIRECT_DONE)
-				NoteJobFoundIn(tables[i]);
+			outcomes[j] = DeleteFromPartition(&partitions[i], ids[j], tokens[j], snapshot,
+											  &queues[j]);
+			if (outcomes[j] == DIRECT_DONE)
+			{
+				NoteJobFoundIn(partitions[i].table);
+				last_deleted = ids[j];
+				deleted_any = true;
+			}
 		}
-		table_close(rel, NoLock);
 	}
 	PopActiveSnapshot();
 	UnregisterSnapshot(snapshot);
-	/* what follows in the transaction sees the delete */
+	for (int i = 0; i < 3; i++)
+	{
+		index_close(partitions[i].primary_key, AccessShareLock);
+		ExecDropSingleTupleTableSlot(partitions[i].slot);
+		table_close(partitions[i].rel, NoLock);
+	}
+	/* what follows in the transaction sees the deletes */
 	CommandCounterIncrement();
-	return outcome;
+	return true;
 }

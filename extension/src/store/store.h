@@ -191,14 +191,15 @@ extern bool JobSpecIsPlain(const JobSpec *job);
 extern bool InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable table,
 							   int16 ring, int64 *ids, bool *wake);
 
-/* store/direct_delete.c: a completion without the executor */
+/* store/direct_delete.c: completions without the executor */
 typedef enum DirectOutcome
 {
 	DIRECT_DONE,				/* deleted */
 	DIRECT_NOT_FOUND,			/* no row of the job holds the token */
 	DIRECT_USE_STATEMENT		/* nothing changed: run the statement */
 } DirectOutcome;
-extern DirectOutcome DeleteJobDirectly(const JqCall *call, int64 id, int64 token, text **queue);
+extern bool DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids,
+							   const int64 *tokens, DirectOutcome *outcomes, text **queues);
 
 
 /*

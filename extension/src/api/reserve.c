@@ -748,11 +748,7 @@ ClaimDirectly(const JqCall *call, Datum queue, int limit, const ClaimTerms *term
 	request.limit = limit;
 	request.from_position = start != NULL && start->from_position;
 	if (request.from_position)
-	{
-		request.from.priority = start->at.priority;
-		request.from.available_at = start->at.available_at;
-		request.from.id = start->at.id;
-	}
+		request.from = start->at;
 	request.lease = terms->lease;
 	request.worker = terms->worker;
 	request.token_base = FencingTokenBase();
@@ -766,14 +762,7 @@ ClaimDirectly(const JqCall *call, Datum queue, int limit, const ClaimTerms *term
 	for (int i = 0; i < *count; i++)
 		AddClaimedRow(call, claimed[i].values, claimed[i].nulls, NUM_CLAIMED_COLUMNS);
 	if (start != NULL)
-	{
-		const JobOrder *first = &claimed[0].order;
-		const JobOrder *last = &claimed[*count - 1].order;
-		ClaimPosition first_position = {first->priority, first->available_at, first->id};
-		ClaimPosition last_position = {last->priority, last->available_at, last->id};
-
-		NoteClaimed(start, &first_position, &last_position);
-	}
+		NoteClaimed(start, &claimed[0].order, &claimed[*count - 1].order);
 	return true;
 }
 

@@ -125,16 +125,6 @@ FillPositions(void *segment)
 	SpinLockInit(&((PositionShared *) segment)->mutex);
 }
 
-/* Whether a comes before b in claim order (priority DESC, available_at, id). */
-bool
-ClaimPositionBefore(const ClaimPosition *a, const ClaimPosition *b)
-{
-	if (a->priority != b->priority)
-		return a->priority > b->priority;
-	if (a->available_at != b->available_at)
-		return a->available_at < b->available_at;
-	return a->id < b->id;
-}
 
 /* Give slot i to this database's queue, as new.  Mutex held. */
 static int
@@ -247,7 +237,7 @@ IncludeOwnMoves(ClaimStart *start)
 		PendingMove *move = (PendingMove *) lfirst(cell);
 
 		if (move->slot == start->slot && move->incarnation == start->incarnation &&
-			ClaimPositionBefore(&move->to, &start->at))
+			JobOrderBefore(&move->to, &start->at))
 			start->at = move->to;
 	}
 }
@@ -308,7 +298,7 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 		move = (PendingMove *) lfirst(cell);
 		if (move->slot == slot && move->incarnation == incarnation)
 		{
-			if (ClaimPositionBefore(position, &move->to))
+			if (JobOrderBefore(position, &move->to))
 				move->to = *position;
 			return;
 		}
@@ -337,9 +327,9 @@ MoveBackLocked(PositionSlot *slot, const ClaimPosition *to)
 		kept->span = span;
 		kept->earliest = *to;
 	}
-	else if (ClaimPositionBefore(to, &kept->earliest))
+	else if (JobOrderBefore(to, &kept->earliest))
 		kept->earliest = *to;
-	if (slot->valid && ClaimPositionBefore(to, &slot->at))
+	if (slot->valid && JobOrderBefore(to, &slot->at))
 		slot->at = *to;
 }
 
@@ -363,7 +353,7 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 		{
 			const MoveSpan *kept = &slot->spans[s % MOVE_SPANS];
 
-			if (kept->span == s && ClaimPositionBefore(&kept->earliest, &target))
+			if (kept->span == s && JobOrderBefore(&kept->earliest, &target))
 				target = kept->earliest;
 		}
 	}
@@ -375,7 +365,7 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 		slot->established = now;
 		slot->refreshing = 0;
 	}
-	else if (slot->valid && ClaimPositionBefore(&slot->at, &target))
+	else if (slot->valid && JobOrderBefore(&slot->at, &target))
 		slot->at = target;
 }
 

@@ -57,12 +57,7 @@ extern void RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz n
 							 TimestampTz until);
 
 /* claimpos.c: where a queue's claims start their search (with preload) */
-typedef struct ClaimPosition
-{
-	int32		priority;
-	TimestampTz available_at;
-	int64		id;
-} ClaimPosition;
+typedef JobOrder ClaimPosition;	/* a job's place in claim order (store.h) */
 
 typedef struct ClaimStart
 {
@@ -76,7 +71,6 @@ typedef struct ClaimStart
 extern void JobqueueDefineClaimPositions(void);
 extern void JobqueueRequestClaimPositions(void);
 extern bool ClaimPositionsUsable(const JqCall *call);
-extern bool ClaimPositionBefore(const ClaimPosition *a, const ClaimPosition *b);
 extern void ReadClaimStart(text *queue, ClaimStart *start);
 extern void IncludeOwnMoves(ClaimStart *start);
 extern void NoteClaimed(const ClaimStart *start, const ClaimPosition *first,

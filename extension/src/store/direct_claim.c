@@ -81,6 +81,7 @@ typedef enum ClaimRange
 /* One partition searched: its claim index's scan and the next job it offers. */
 typedef struct PartitionSearch
 {
+	JobTable	table;
 	Relation	rel;
 	const PartitionShape *shape;
 	Relation	index;
@@ -108,9 +109,9 @@ typedef struct DirectClaim
 	int			count;
 } DirectClaim;
 
-/* Whether a is before b in claim order. */
-static bool
-OrderBefore(const JobOrder *a, const JobOrder *b)
+/* Whether a comes before b in claim order (priority DESC, available_at, id). */
+bool
+JobOrderBefore(const JobOrder *a, const JobOrder *b)
 {
 	if (a->priority != b->priority)
 		return a->priority > b->priority;
@@ -247,21 +248,37 @@ PrepareUpdate(DirectClaim *claim, PartitionSearch *search)
 	search->estate->es_output_cid = GetCurrentCommandId(true);
 	search->estate->es_snapshot = claim->snapshot;
 	ExecOpenIndices(search->result, false);
+	KeepIndexPredicates(search->table, search->result);
 	/* a publication of the partition's updates needs its replica identity */
 	CheckCmdReplicaIdentity(search->rel, CMD_UPDATE);
 }
 
-/* Keep a column of the claimed row (a copy in the caller's memory). */
+/* The job row's column of each of a claimed job's columns (ClaimedColumn - 1). */
+static const JobColumn claimed_columns[NUM_CLAIMED_COLUMNS] = {
+	[CLAIMED_ID - 1] = JOB_COL_ID,
+	[CLAIMED_QUEUE - 1] = JOB_COL_QUEUE,
+	[CLAIMED_NAME - 1] = JOB_COL_NAME,
+	[CLAIMED_PAYLOAD - 1] = JOB_COL_PAYLOAD,
+	[CLAIMED_ATTEMPTS - 1] = JOB_COL_ATTEMPTS,
+	[CLAIMED_MAX_ATTEMPTS - 1] = JOB_COL_MAX_ATTEMPTS,
+	[CLAIMED_PRIORITY - 1] = JOB_COL_PRIORITY,
+	[CLAIMED_TOKEN - 1] = JOB_COL_TOKEN,
+	[CLAIMED_RESERVED_UNTIL - 1] = JOB_COL_RESERVED_UNTIL,
+	[CLAIMED_CREATED_AT - 1] = JOB_COL_CREATED_AT,
+	[CLAIMED_LAST_ERROR - 1] = JOB_COL_LAST_ERROR,
+	[CLAIMED_DEADLINE - 1] = JOB_COL_DEADLINE,
+};
+
+/* Keep column c (0-based) of the claimed row (a copy in the caller's memory). */
 static void
-Keep(ClaimedJob *job, ClaimedColumn column, TupleTableSlot *slot, const PartitionShape *shape,
-	 JobColumn from)
+Keep(ClaimedJob *job, int c, TupleTableSlot *slot, const PartitionShape *shape, JobColumn from)
 {
 	Form_pg_attribute attr = TupleDescAttr(slot->tts_tupleDescriptor, shape->attnum[from] - 1);
 	bool		isnull;
 	Datum		value = JobColumnValue(slot, shape, from, &isnull);
 
-	job->nulls[column - 1] = isnull;
-	job->values[column - 1] = isnull ? (Datum) 0 : datumCopy(value, attr->attbyval, attr->attlen);
+	job->nulls[c] = isnull;
+	job->values[c] = isnull ? (Datum) 0 : datumCopy(value, attr->attbyval, attr->attlen);
 }
 
 /*
@@ -302,18 +319,8 @@ KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
 	ClaimedJob *job = &claim->claimed[claim->count++];
 
 	job->order = OrderOf(from, shape);
-	Keep(job, CLAIMED_ID, updated, shape, JOB_COL_ID);
-	Keep(job, CLAIMED_QUEUE, updated, shape, JOB_COL_QUEUE);
-	Keep(job, CLAIMED_NAME, updated, shape, JOB_COL_NAME);
-	Keep(job, CLAIMED_PAYLOAD, updated, shape, JOB_COL_PAYLOAD);
-	Keep(job, CLAIMED_ATTEMPTS, updated, shape, JOB_COL_ATTEMPTS);
-	Keep(job, CLAIMED_MAX_ATTEMPTS, updated, shape, JOB_COL_MAX_ATTEMPTS);
-	Keep(job, CLAIMED_PRIORITY, updated, shape, JOB_COL_PRIORITY);
-	Keep(job, CLAIMED_TOKEN, updated, shape, JOB_COL_TOKEN);
-	Keep(job, CLAIMED_RESERVED_UNTIL, updated, shape, JOB_COL_RESERVED_UNTIL);
-	Keep(job, CLAIMED_CREATED_AT, updated, shape, JOB_COL_CREATED_AT);
-	Keep(job, CLAIMED_LAST_ERROR, updated, shape, JOB_COL_LAST_ERROR);
-	Keep(job, CLAIMED_DEADLINE, updated, shape, JOB_COL_DEADLINE);
+	for (int c = 0; c < NUM_CLAIMED_COLUMNS; c++)
+		Keep(job, c, updated, shape, claimed_columns[c]);
 	ExecClearTuple(updated);
 }
 
@@ -442,7 +449,7 @@ ClaimFromRange(DirectClaim *claim, ClaimRange range)
 
 		for (int p = 0; p < claim->searched; p++)
 			if (claim->partitions[p].has_next &&
-				(best < 0 || OrderBefore(&claim->partitions[p].next,
+				(best < 0 || JobOrderBefore(&claim->partitions[p].next,
 										 &claim->partitions[best].next)))
 				best = p;
 		if (best < 0)
@@ -477,6 +484,7 @@ OpenPartitions(DirectClaim *claim, JobTable *tables, Oid *relids)
 			return false;
 		}
 		memset(search, 0, sizeof(PartitionSearch));
+		search->table = tables[p];
 		search->rel = rel;
 		search->shape = shape;
 	}

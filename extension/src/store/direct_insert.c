@@ -160,6 +160,7 @@ InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShap
 	InitResultRelInfo(result, rel, 1, NULL, 0);
 	estate->es_output_cid = GetCurrentCommandId(true);
 	ExecOpenIndices(result, false);
+	KeepIndexPredicates(table, result);
 	for (int i = 0; i < count; i++)
 	{
 		ids[i] = nextval_internal(id_sequence, false);

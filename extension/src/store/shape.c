@@ -18,6 +18,7 @@
 #include "store/store.h"
 
 #include "catalog/partition.h"
+#include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
@@ -160,6 +161,7 @@ ShapeOf(JobTable table, Relation rel)
 		MemoryContextReset(shape->context);
 	old = MemoryContextSwitchTo(shape->context);
 	shape->natts = desc->natts;
+	shape->predicates = NIL;
 	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
 		shape->attnum[c] = Max(SPI_fnumber(desc, job_column_names[c]), 0);
 	/* a push computes no generated column (direct_insert.c) */
@@ -203,4 +205,52 @@ void
 NoteBoundChecked(JobTable table, int ring)
 {
 	shapes[table].bound_checked_ring = ring;
+}
+
+/* A partial index's predicate, ready to evaluate, kept with the shape. */
+typedef struct KeptPredicate
+{
+	Oid			index;
+	ExprState  *predicate;
+} KeptPredicate;
+
+/*
+ * Give the partial indexes of result (the partition of job table "table",
+ * its indexes open) their predicates made once per shape: the executor
+ * would plan and compile each again for every executor state
+ * (ExecPrepareQual at the first row inserted), five of them for every push
+ * and claim.  A compiled predicate refers to nothing of an executor state;
+ * the shape's memory, and so its predicates, go when the partition changes
+ * (an index created or dropped changes it too).
+ */
+void
+KeepIndexPredicates(JobTable table, ResultRelInfo *result)
+{
+	PartitionShape *shape = &shapes[table];
+
+	for (int i = 0; i < result->ri_NumIndices; i++)
+	{
+		IndexInfo  *info = result->ri_IndexRelationInfo[i];
+		Oid			index = RelationGetRelid(result->ri_IndexRelationDescs[i]);
+		ListCell   *lc;
+		KeptPredicate *kept = NULL;
+
+		if (info->ii_Predicate == NIL || info->ii_PredicateState != NULL)
+			continue;
+		foreach(lc, shape->predicates)
+			if (((KeptPredicate *) lfirst(lc))->index == index)
+				kept = lfirst(lc);
+		if (kept == NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(shape->context);
+
+			kept = palloc(sizeof(KeptPredicate));
+			kept->index = index;
+			kept->predicate = ExecInitQual((List *) expression_planner((Expr *) copyObject(info->ii_Predicate)),
+										   NULL);
+			shape->predicates = lappend(shape->predicates, kept);
+			MemoryContextSwitchTo(old);
+		}
+		info->ii_PredicateState = kept->predicate;
+	}
 }

@@ -17,6 +17,7 @@
 #include "exec/exec.h"
 
 #include "executor/tuptable.h"
+#include "nodes/execnodes.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
 
@@ -163,11 +164,13 @@ typedef struct PartitionShape
 	/* a claim: the claim index and every column there */
 	bool		claim_usable;
 	Oid			claim_index;
+	List	   *predicates;		/* of its partial indexes, made once (KeepIndexPredicates) */
 	MemoryContext context;		/* emptied each time the shape is read again */
 } PartitionShape;
 
 extern const PartitionShape *ShapeOf(JobTable table, Relation rel);
 extern void NoteBoundChecked(JobTable table, int ring);
+extern void KeepIndexPredicates(JobTable table, ResultRelInfo *result);
 extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
 						 Datum value, bool isnull);
 extern Datum JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
@@ -250,6 +253,7 @@ typedef struct ClaimedJob
 	JobOrder	order;			/* where it was in claim order */
 } ClaimedJob;
 
+extern bool JobOrderBefore(const JobOrder *a, const JobOrder *b);
 extern DirectOutcome ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request,
 									   ClaimedJob **claimed, int *count);
 

@@ -368,9 +368,9 @@ SELECT count(*) AS left_in_queue FROM queue_jobs WHERE queue = 'dm_1000_q';
 SELECT queue_failed_count() AS failed_rows;
 
 -- the jobs are deleted without the executor (1.6, store/direct_delete.c);
--- a keyed job among them takes queue_delete's statement, whose trigger
--- hands its key's slot to the job waiting for it; a trigger of the user's
--- on DELETE makes every job take the statements, and fires for each
+-- a keyed job among them hands its key's slot to the job waiting for it, as
+-- the flow trigger does after the statement; a trigger of the user's on
+-- DELETE makes every job take the statements, and fires for each
 SELECT queue_push('dm_key_1', queue => 'dm_key_q', concurrency_key => 'k') AS key1 \gset
 SELECT queue_push('dm_key_2', queue => 'dm_key_q', concurrency_key => 'k') AS key2 \gset
 SELECT queue_push('dm_plain', queue => 'dm_key_q') AS plain1 \gset

@@ -57,6 +57,15 @@ check "a plain claim plans no search and no UPDATE (the direct claim)" \
     bash -c '! grep -qE "$1|$2" <<< "$3"' _ "$claim_search" "$claim_update" "$plain"
 check "a rate-limited claim runs its search and UPDATE as statements" \
     bash -c 'grep -qE "$1" <<< "$3" && grep -qE "$2" <<< "$3"' _ "$claim_search" "$claim_update" "$limited"
+# A keyed job's completion deletes it the direct way too, then hands its
+# key's slot to the next job of the key (flow.c's statements, as the
+# trigger would after a DELETE statement).
+keyed=$(explained "SELECT queue_push('k1', '{}', 'kq', concurrency_key => 'c');
+SELECT queue_push('k2', '{}', 'kq', concurrency_key => 'c');
+SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve('{kq}')) AS done;")
+check "a keyed completion runs no DELETE but hands the key's slot on" \
+    bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (WITH .*)?DELETE FROM [a-z_.]*queue_jobs" <<< "$1" &&
+             grep -qE "SET flow = " <<< "$1"' _ "$keyed"
 plans="$plain
 $limited"
 hot=$(grep -c 'Query Text: /\* jobqueue hot path \*/' <<< "$plans" || true)

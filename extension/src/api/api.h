@@ -32,6 +32,7 @@ extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *
 						   text *error, List **wake_queues);
 extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 extern bool DeleteJobWithStatement(const JqCall *call, int64 id, int64 token);
+extern void NoteCompletedDirectly(const JqCall *call, text *queue, text *slot_key);
 
 /* api/rotation.c: the storage ring's rotation */
 extern void JobqueueDefineRotation(void);

@@ -690,8 +690,9 @@ ComparePairs(const void *a, const void *b)
  * order given.  Each job is fenced by its own token; a job is completed once
  * however many pairs name it.  Without the executor where the partitions
  * allow (store/direct_delete.c), in id order (the order the statements lock
- * the jobs in); a job the direct way leaves to the statement (a key, children)
- * takes queue_delete's; else the statements.
+ * the jobs in), a key's slot handed on after the deletes; a job the direct
+ * way leaves to the statement (children) takes queue_delete's; else the
+ * statements.
  */
 Datum
 jobqueue_delete_many(PG_FUNCTION_ARGS)
@@ -705,6 +706,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	int64	   *sorted_tokens;
 	DirectOutcome *outcomes;
 	text	  **queues;
+	text	  **slot_keys;
 	bool	   *done;
 	int64	   *result;
 	int			done_count = 0;
@@ -727,7 +729,8 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	}
 	outcomes = palloc(sizeof(DirectOutcome) * count);
 	queues = palloc(sizeof(text *) * count);
-	if (!DeleteJobsDirectly(&call, count, sorted_ids, sorted_tokens, outcomes, queues))
+	slot_keys = palloc(sizeof(text *) * count);
+	if (!DeleteJobsDirectly(&call, count, sorted_ids, sorted_tokens, outcomes, queues, slot_keys))
 		return DeleteManyWithStatements(&call, ids, tokens, count);
 
 	done = palloc0(sizeof(bool) * count);
@@ -737,7 +740,7 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 
 		if (outcomes[k] == DIRECT_DONE)
 		{
-			CountJobs(queues[k], JOB_COMPLETED, 1);
+			NoteCompletedDirectly(&call, queues[k], slot_keys[k]);
 			done[at] = true;
 		}
 		else if (outcomes[k] == DIRECT_USE_STATEMENT)

@@ -171,6 +171,27 @@ DeleteJobWithStatement(const JqCall *call, int64 id, int64 token)
 	return deleted;
 }
 
+/*
+ * A job of queue completed without the statement (store/direct_delete.c):
+ * counted, and the slot of its concurrency key it held (slot_key, NULL:
+ * none) handed to the key's next job, as the flow trigger does after the
+ * statement's delete (flow.c).
+ */
+void
+NoteCompletedDirectly(const JqCall *call, text *queue, text *slot_key)
+{
+	JqCall		flow_call = *call;
+
+	CountJobs(queue, JOB_COMPLETED, 1);
+	if (slot_key == NULL)
+		return;
+	/* a key's slot is held in a 1.5 schema or later: flow.c's statements are 1.5's */
+	flow_call.version = JQ_API_1_5;
+	SPI_connect();
+	RefillKeySlots(&flow_call, queue, slot_key, 1);
+	SPI_finish();
+}
+
 /* queue_delete(id, token): the job is done. */
 Datum
 jobqueue_delete(PG_FUNCTION_ARGS)
@@ -180,13 +201,14 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	int64		token;
 	DirectOutcome outcome;
 	text	   *queue;
+	text	   *slot_key;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
-	if (DeleteJobsDirectly(&call, 1, &id, &token, &outcome, &queue))
+	if (DeleteJobsDirectly(&call, 1, &id, &token, &outcome, &queue, &slot_key))
 	{
 		if (outcome == DIRECT_DONE)
-			CountJobs(queue, JOB_COMPLETED, 1);
+			NoteCompletedDirectly(&call, queue, slot_key);
 		if (outcome != DIRECT_USE_STATEMENT)
 			PG_RETURN_BOOL(outcome == DIRECT_DONE);
 	}

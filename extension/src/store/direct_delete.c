@@ -22,9 +22,11 @@
  * (DIRECT_USE_STATEMENT, the caller runs the statement):
  *   - row triggers: a partition's only trigger is the extension's own
  *     AFTER DELETE (flow/flow.c), which does nothing for a job without a
- *     concurrency key and without children.  A job with either, or a
- *     partition with any other trigger (one of the user's), takes the
- *     statement, which fires them;
+ *     concurrency key's slot and without children.  A job holding its
+ *     key's slot is deleted here and its key given to the caller, which
+ *     hands the slot on as the trigger would (api/complete.c); a job with
+ *     children, or a partition with any other trigger (one of the user's),
+ *     takes the statement, which fires them;
  *   - rules of the user's and row-level security forced on the owner
  *     (store.c): the statement;
  *   - a publication that publishes deletes needs the table's replica
@@ -93,19 +95,65 @@ HoldsToken(TupleTableSlot *slot, int64 token)
 	return !isnull && DatumGetInt64(value) == token;
 }
 
-/* Whether the flow trigger has work for this row (flow/flow.c's early return). */
-static bool
-UsesFlowControl(TupleTableSlot *slot)
+/* What the flow trigger (flow/flow.c) does when a completion deletes a row. */
+typedef enum CompletionFlow
+{
+	FLOW_NOTHING,				/* no key's slot held, no children: it returns at once */
+	FLOW_SLOT,					/* a key's slot held, no children: the slot goes on */
+	FLOW_TRIGGER				/* children: the statement, which fires it */
+} CompletionFlow;
+
+/*
+ * What the flow trigger would do for the row in slot, completed; for
+ * FLOW_SLOT *key gets the key (a copy).
+ */
+static CompletionFlow
+FlowOfCompletion(TupleTableSlot *slot, text **key)
 {
 	bool		no_key;
+	bool		no_flow;
 	bool		isnull;
-	Datum		has_children;
+	Datum		value;
+	Datum		flow;
 
 	if (SPI_fnumber(slot->tts_tupleDescriptor, "concurrency_key") <= 0)
-		return false;			/* a schema before 1.5 */
-	(void) SlotColumn(slot, "concurrency_key", &no_key);
-	has_children = SlotColumn(slot, "has_children", &isnull);
-	return !no_key || (!isnull && DatumGetBool(has_children));
+		return FLOW_NOTHING;	/* a schema before 1.5 */
+	value = SlotColumn(slot, "has_children", &isnull);
+	if (!isnull && DatumGetBool(value))
+		return FLOW_TRIGGER;
+	value = SlotColumn(slot, "concurrency_key", &no_key);
+	flow = SlotColumn(slot, "flow", &no_flow);
+	if (no_key || no_flow || strcmp(TextDatumGetCString(flow), "slot") != 0)
+		return FLOW_NOTHING;
+	*key = DatumGetTextPCopy(value);
+	return FLOW_SLOT;
+}
+
+/*
+ * Whether the row in slot may be deleted the direct way, the flow
+ * trigger's work (FlowOfCompletion) left to the caller: *slot_key (when
+ * slot_key is given) gets the key whose slot the job holds, or NULL.
+ */
+static bool
+FlowAllowsDirect(TupleTableSlot *slot, text **slot_key)
+{
+	text	   *key = NULL;
+
+	switch (FlowOfCompletion(slot, &key))
+	{
+		case FLOW_NOTHING:
+			if (slot_key != NULL)
+				*slot_key = NULL;
+			return true;
+		case FLOW_SLOT:
+			if (slot_key == NULL)
+				return false;
+			*slot_key = key;
+			return true;
+		case FLOW_TRIGGER:
+			break;
+	}
+	return false;
 }
 
 /* A partition a completion looks in, opened once for a call's jobs. */
@@ -120,11 +168,12 @@ typedef struct CompletionPartition
 /*
  * Find the row of job id in the partition by its primary key under
  * snapshot and delete it if it holds token (see the header).  *queue gets
- * its queue when deleted.
+ * its queue when deleted, *slot_key the key whose slot it held (NULL: none;
+ * slot_key NULL: such a job takes the statement).
  */
 static DirectOutcome
 DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snapshot snapshot,
-					text **queue)
+					text **queue, text **slot_key)
 {
 	Relation	rel = partition->rel;
 	IndexScanDesc scan;
@@ -146,7 +195,7 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 	index_endscan(scan);
 	if (!found || !HoldsToken(slot, token))
 		goto done;
-	if (UsesFlowControl(slot))
+	if (!FlowAllowsDirect(slot, slot_key))
 	{
 		outcome = DIRECT_USE_STATEMENT;
 		goto done;
@@ -185,7 +234,7 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 	}
 	if (!HoldsToken(slot, token))
 		goto done;				/* claimed again meanwhile: another token */
-	if (UsesFlowControl(slot))
+	if (!FlowAllowsDirect(slot, slot_key))
 	{
 		outcome = DIRECT_USE_STATEMENT;
 		goto done;
@@ -250,13 +299,15 @@ OpenPartitions(const JqCall *call, CompletionPartition partitions[3])
  * would be: outcomes[i] is DIRECT_DONE (deleted; its queue in queues[i]),
  * DIRECT_NOT_FOUND (no row of the job holds that token: the statement
  * would have deleted nothing) or DIRECT_USE_STATEMENT (nothing done for
- * that job: the caller runs the statement for it).  Returns false when
+ * that job: the caller runs the statement for it).  A deleted job that
+ * held a slot of its concurrency key has the key in slot_keys[i] (else
+ * NULL): the caller hands the slot on, as the flow trigger would have.  Returns false when
  * nothing was done at all (a schema before 1.3, or a partition the direct
  * way leaves to the statement): the caller runs the statements.
  */
 bool
 DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
-				   DirectOutcome *outcomes, text **queues)
+				   DirectOutcome *outcomes, text **queues, text **slot_keys)
 {
 	CompletionPartition partitions[3];
 	Snapshot	snapshot;
@@ -278,7 +329,7 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 		for (int i = 0; i < 3 && outcomes[j] == DIRECT_NOT_FOUND; i++)
 		{
 			outcomes[j] = DeleteFromPartition(&partitions[i], ids[j], tokens[j], snapshot,
-											  &queues[j]);
+											  &queues[j], &slot_keys[j]);
 			if (outcomes[j] == DIRECT_DONE)
 			{
 				NoteJobFoundIn(partitions[i].table);

@@ -202,7 +202,8 @@ typedef enum DirectOutcome
 	DIRECT_USE_STATEMENT		/* nothing changed: run the statement */
 } DirectOutcome;
 extern bool DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids,
-							   const int64 *tokens, DirectOutcome *outcomes, text **queues);
+							   const int64 *tokens, DirectOutcome *outcomes, text **queues,
+							   text **slot_keys);
 
 
 /*

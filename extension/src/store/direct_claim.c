@@ -15,8 +15,8 @@
  *   - the search: an ordered scan of the claim index of each partition
  *     that has pages (the index's own order, the claim order), merged
  *     across partitions, under a snapshot taken as a statement's would be.
- *     From a claim position it is two ranges, as the statements': the rest
- *     of the position's priority from the position on, then the lower
+ *     From a claim position, as the statements: the rest of the position's
+ *     priority from the position on (two ranges, ClaimRange), then the lower
  *     priorities from their head;
  *   - each job in claim order is locked as FOR UPDATE SKIP LOCKED locks
  *     it: a row another transaction holds is passed by; under read
@@ -69,12 +69,21 @@
 #define CLAIM_INDEX_QUEUE 1
 #define CLAIM_INDEX_PRIORITY 2
 #define CLAIM_INDEX_AVAILABLE_AT 3
+#define CLAIM_INDEX_ID 4
 
-/* Which range of the claim index a search reads. */
+/*
+ * Which range of the claim index a search reads.  From a claim position
+ * the rest of its priority is two ranges, each of which the index starts
+ * at exactly (a row comparison would be one): the position's due time from
+ * its id on, then the later due times.  A backlog pushed in one
+ * transaction shares one due time, so a search from the due time alone
+ * would walk every entry before the position, dead ones included.
+ */
 typedef enum ClaimRange
 {
 	RANGE_HEAD,					/* the whole queue, from its head */
-	RANGE_FROM,					/* the position's priority, from the position on */
+	RANGE_FROM_SAME_TIME,		/* the position's priority and due time, from its id on */
+	RANGE_FROM_LATER,			/* the position's priority, due later */
 	RANGE_BELOW					/* the priorities below the position's */
 } ClaimRange;
 
@@ -179,20 +188,14 @@ Claimable(const DirectClaim *claim, TupleTableSlot *slot, const PartitionShape *
 
 /* Move search to the next claimable job of its range (has_next false at the end). */
 static void
-Advance(const DirectClaim *claim, PartitionSearch *search, ClaimRange range)
+Advance(const DirectClaim *claim, PartitionSearch *search)
 {
 	search->has_next = false;
 	while (index_getnext_slot(search->scan, ForwardScanDirection, search->found))
 	{
-		JobOrder	order = OrderOf(search->found, search->shape);
-
-		/* the range starts at the position: (available_at, id) >= the position's */
-		if (range == RANGE_FROM && order.available_at == claim->request->from.available_at &&
-			order.id < claim->request->from.id)
-			continue;
 		if (!Claimable(claim, search->found, search->shape))
 			continue;
-		search->next = order;
+		search->next = OrderOf(search->found, search->shape);
 		search->has_next = true;
 		return;
 	}
@@ -204,19 +207,25 @@ BeginRange(DirectClaim *claim, PartitionSearch *search, ClaimRange range)
 {
 	const ClaimRequest *request = claim->request;
 	Relation	index = search->index;
-	ScanKeyData keys[3];
+	ScanKeyData keys[4];
 	int			nkeys = 1;
 
 	ScanKeyEntryInitialize(&keys[0], 0, CLAIM_INDEX_QUEUE, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ,
 						   PointerGetDatum(request->queue));
-	if (range == RANGE_FROM)
-	{
+	if (range == RANGE_FROM_SAME_TIME || range == RANGE_FROM_LATER)
 		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_PRIORITY, BTEqualStrategyNumber, F_INT4EQ,
 					Int32GetDatum(request->from.priority));
-		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_AVAILABLE_AT, BTGreaterEqualStrategyNumber,
-					F_TIMESTAMPTZ_GE, TimestampTzGetDatum(request->from.available_at));
+	if (range == RANGE_FROM_SAME_TIME)
+	{
+		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_AVAILABLE_AT, BTEqualStrategyNumber,
+					F_TIMESTAMPTZ_EQ, TimestampTzGetDatum(request->from.available_at));
+		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_ID, BTGreaterEqualStrategyNumber, F_INT8GE,
+					Int64GetDatum(request->from.id));
 	}
+	else if (range == RANGE_FROM_LATER)
+		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_AVAILABLE_AT, BTGreaterStrategyNumber,
+					F_TIMESTAMPTZ_GT, TimestampTzGetDatum(request->from.available_at));
 	else if (range == RANGE_BELOW)
 		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_PRIORITY, BTLessStrategyNumber, F_INT4LT,
 					Int32GetDatum(request->from.priority));
@@ -225,7 +234,7 @@ BeginRange(DirectClaim *claim, PartitionSearch *search, ClaimRange range)
 		index_endscan(search->scan);
 	search->scan = index_beginscan(search->rel, index, claim->snapshot, nkeys, 0);
 	index_rescan(search->scan, keys, nkeys, NULL, 0);
-	Advance(claim, search, range);
+	Advance(claim, search);
 }
 
 /* The executor state of an update of search's partition, made once. */
@@ -456,7 +465,7 @@ ClaimFromRange(DirectClaim *claim, ClaimRange range)
 			return;
 		CHECK_FOR_INTERRUPTS();
 		TryClaim(claim, best);
-		Advance(claim, &claim->partitions[best], range);
+		Advance(claim, &claim->partitions[best]);
 	}
 }
 
@@ -576,7 +585,9 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 		ClaimFromRange(&claim, RANGE_HEAD);
 	else
 	{
-		ClaimFromRange(&claim, RANGE_FROM);
+		ClaimFromRange(&claim, RANGE_FROM_SAME_TIME);
+		if (claim.count < request->limit)
+			ClaimFromRange(&claim, RANGE_FROM_LATER);
 		if (claim.count < request->limit)
 			ClaimFromRange(&claim, RANGE_BELOW);
 	}

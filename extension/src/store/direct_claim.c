@@ -49,6 +49,7 @@
 #include "store/store.h"
 
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -417,6 +418,25 @@ LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 }
 
 /*
+ * Whether the version in found (a heap tuple the scan returned, pinned) has
+ * a deleter or locker recorded: then another claim most likely holds it,
+ * and an update without waiting would only fail after building the new row
+ * and taking a token.  Read without the buffer's lock, so only a hint for
+ * the way to go: both ways check the row under the lock.
+ */
+static bool
+MayBeHeld(TupleTableSlot *found)
+{
+	HeapTupleHeader header;
+
+	if (!TTS_IS_BUFFERTUPLE(found))
+		return false;
+	header = ((BufferHeapTupleTableSlot *) found)->base.tuple->t_data;
+	return !(header->t_infomask & HEAP_XMAX_INVALID) &&
+		TransactionIdIsValid(HeapTupleHeaderGetRawXmax(header));
+}
+
+/*
  * Claim the job partition p's search is on (claimable as the snapshot sees
  * it): updated at once when nobody holds or changed it since, else locked
  * first (LockAndClaim).
@@ -430,6 +450,11 @@ TryClaim(DirectClaim *claim, int p)
 	TM_Result	result;
 
 	PrepareUpdate(claim, search);
+	if (MayBeHeld(search->found))
+	{
+		LockAndClaim(claim, p, tid);
+		return;
+	}
 	BuildClaimedRow(claim, p, search->found);
 	result = UpdateUnlessHeld(claim, p, &tid, &failure);
 	if (result == TM_Ok)

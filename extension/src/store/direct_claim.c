@@ -99,6 +99,8 @@ typedef struct PartitionSearch
 	TupleTableSlot *found;		/* the row the scan is on */
 	bool		has_next;
 	JobOrder	next;			/* that row's place in claim order */
+	TupleTableSlot *locked;		/* the row as locked (LockAndClaim) */
+	TupleTableSlot *updated;	/* the new row */
 	EState	   *estate;			/* made at its first update */
 	ResultRelInfo *result;
 } PartitionSearch;
@@ -113,8 +115,6 @@ typedef struct DirectClaim
 	Oid			tokens;			/* the token sequence */
 	int			searched;
 	PartitionSearch partitions[3];
-	TupleTableSlot *locked[3];	/* per partition: the row as locked */
-	TupleTableSlot *updated[3]; /* per partition: the new row */
 	ClaimedJob *claimed;
 	int			count;
 } DirectClaim;
@@ -292,15 +292,15 @@ Keep(ClaimedJob *job, int c, TupleTableSlot *slot, const PartitionShape *shape, 
 }
 
 /*
- * Build in claim->updated[p] the row the claim UPDATE makes of the job in
- * "from": not ready, one more attempt, due and held until the lease's end,
+ * Build in the partition's "updated" slot the row the claim UPDATE makes of
+ * the job in "from": not ready, one more attempt, due and held until the lease's end,
  * the worker, a new fencing token.
  */
 static void
 BuildClaimedRow(DirectClaim *claim, int p, TupleTableSlot *from)
 {
 	const PartitionShape *shape = claim->partitions[p].shape;
-	TupleTableSlot *updated = claim->updated[p];
+	TupleTableSlot *updated = claim->partitions[p].updated;
 	int64		token = claim->request->token_base + nextval_internal(claim->tokens, false);
 
 	slot_getallattrs(from);
@@ -325,7 +325,7 @@ static void
 KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
 {
 	const PartitionShape *shape = claim->partitions[p].shape;
-	TupleTableSlot *updated = claim->updated[p];
+	TupleTableSlot *updated = claim->partitions[p].updated;
 	ClaimedJob *job = &claim->claimed[claim->count++];
 
 	job->order = OrderOf(from, shape);
@@ -335,21 +335,22 @@ KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
 }
 
 /*
- * Update the version at tid to claim->updated[p] if nobody holds or changed
- * it, without waiting and without locking it first: the row's update is
- * then its only WAL record (a lock is one more).  What the logical
- * replication apply's update checks, with the partition's constraints and
- * its indexes; the partition has no UPDATE trigger (OpenPartitions) and no
- * stored generated column (ShapeOf), and the claim changes neither column
- * of the partition key (the ring, the unique key): the row stays within the
- * bound it was found in, which the apply's update would plan a check of.  Otherwise the result says why
- * (TM_BeingModified: held by a transaction, this one included).
+ * Update the version at tid to the partition's new row if nobody holds or
+ * changed it, without waiting and without locking it first: the row's
+ * update is then its only WAL record (a lock is one more).  What the
+ * logical replication apply's update checks, with the partition's
+ * constraints and its indexes; the partition has no UPDATE trigger
+ * (OpenPartitions) and no stored generated column (ShapeOf), and the claim
+ * changes neither column of the partition key (the ring, the unique key):
+ * the row stays within the bound it was found in, which the apply's update
+ * would plan a check of.  Otherwise the result says why (TM_BeingModified:
+ * held by a transaction, this one included).
  */
 static TM_Result
 UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *failure)
 {
 	PartitionSearch *search = &claim->partitions[p];
-	TupleTableSlot *updated = claim->updated[p];
+	TupleTableSlot *updated = claim->partitions[p].updated;
 	LockTupleMode lock_mode;
 	bool		update_indexes;
 	TM_Result	result;
@@ -374,7 +375,7 @@ static void
 LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 {
 	PartitionSearch *search = &claim->partitions[p];
-	TupleTableSlot *locked = claim->locked[p];
+	TupleTableSlot *locked = claim->partitions[p].locked;
 	TM_FailureData failure;
 	TM_Result	result;
 	bool		snapshot_isolation = IsolationUsesXactSnapshot();
@@ -411,7 +412,7 @@ LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 	{
 		BuildClaimedRow(claim, p, locked);
 		ExecSimpleRelationUpdate(search->result, search->estate, NULL, locked,
-								 claim->updated[p]);
+								 claim->partitions[p].updated);
 		KeepClaimed(claim, p, locked);
 	}
 	ExecClearTuple(locked);
@@ -462,7 +463,7 @@ TryClaim(DirectClaim *claim, int p)
 		KeepClaimed(claim, p, search->found);
 		return;
 	}
-	ExecClearTuple(claim->updated[p]);
+	ExecClearTuple(claim->partitions[p].updated);
 	if (result == TM_SelfModified)
 		return;					/* changed by this call already */
 	if (result == TM_Deleted && !IsolationUsesXactSnapshot())
@@ -502,15 +503,9 @@ OpenPartitions(DirectClaim *claim, JobTable *tables, Oid *relids)
 	{
 		PartitionSearch *search = &claim->partitions[p];
 		Relation	rel = table_open(relids[p], RowExclusiveLock);
-		TriggerDesc *triggers = rel->trigdesc;
 		const PartitionShape *shape = ShapeOf(tables[p], rel);
 
-		if (!shape->claim_usable || !PartitionWritableDirectly(rel) ||
-			(triggers != NULL && (triggers->trig_update_before_row ||
-								  triggers->trig_update_after_row ||
-								  triggers->trig_update_instead_row ||
-								  triggers->trig_update_before_statement ||
-								  triggers->trig_update_after_statement)))
+		if (!shape->claim_usable || !PartitionWritableDirectly(claim->call, rel, CMD_UPDATE))
 		{
 			table_close(rel, NoLock);
 			for (int q = 0; q < p; q++)
@@ -542,8 +537,8 @@ ClosePartitions(DirectClaim *claim)
 		if (search->scan != NULL)
 			index_endscan(search->scan);
 		ExecDropSingleTupleTableSlot(search->found);
-		ExecDropSingleTupleTableSlot(claim->locked[p]);
-		ExecDropSingleTupleTableSlot(claim->updated[p]);
+		ExecDropSingleTupleTableSlot(search->locked);
+		ExecDropSingleTupleTableSlot(search->updated);
 		index_close(search->index, AccessShareLock);
 		table_close(search->rel, NoLock);
 	}
@@ -601,9 +596,9 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 
 		search->index = index_open(search->shape->claim_index, AccessShareLock);
 		search->found = table_slot_create(search->rel, NULL);
-		claim.locked[p] = table_slot_create(search->rel, NULL);
-		claim.updated[p] = MakeSingleTupleTableSlot(RelationGetDescr(search->rel),
-													&TTSOpsVirtual);
+		search->locked = table_slot_create(search->rel, NULL);
+		search->updated = MakeSingleTupleTableSlot(RelationGetDescr(search->rel),
+												   &TTSOpsVirtual);
 	}
 
 	if (!request->from_position)

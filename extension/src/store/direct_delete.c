@@ -57,23 +57,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* The one trigger a job partition may have for the direct way. */
-#define EXTENSION_DELETE_TRIGGER "queue_flow_job_removed"
-
-/* Whether the partition's triggers are only the extension's AFTER DELETE one. */
-static bool
-OnlyExtensionTrigger(Relation rel, const JqCall *call)
-{
-	TriggerDesc *triggers = rel->trigdesc;
-
-	if (triggers == NULL)
-		return true;
-	if (triggers->numtriggers != 1)
-		return false;
-	return strcmp(triggers->triggers[0].tgname, EXTENSION_DELETE_TRIGGER) == 0 &&
-		get_func_namespace(triggers->triggers[0].tgfoid) == call->schema;
-}
-
 /* A column of the row in slot, by name (the partition's own numbering). */
 static Datum
 SlotColumn(TupleTableSlot *slot, const char *name, bool *isnull)
@@ -271,7 +254,7 @@ OpenPartitions(const JqCall *call, CompletionPartition partitions[3])
 		Relation	rel = table_open(relids[i], RowExclusiveLock);
 		Oid			primary_key = RelationGetPrimaryKeyIndex(rel);
 
-		if (!OnlyExtensionTrigger(rel, call) || !PartitionWritableDirectly(rel) ||
+		if (!PartitionWritableDirectly(call, rel, CMD_DELETE) ||
 			!OidIsValid(primary_key))
 		{
 			table_close(rel, NoLock);

@@ -50,17 +50,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* Whether the partition has a trigger that an INSERT fires. */
-static bool
-HasInsertTriggers(Relation rel)
-{
-	TriggerDesc *t = rel->trigdesc;
-
-	return t != NULL &&
-		(t->trig_insert_before_row || t->trig_insert_after_row || t->trig_insert_instead_row ||
-		 t->trig_insert_before_statement || t->trig_insert_after_statement);
-}
-
 /*
  * Open the partition of job table "table" for a direct insert: its
  * relation (RowExclusiveLock, kept to the transaction's end) and shape,
@@ -79,7 +68,7 @@ OpenForDirectInsert(const JqCall *call, JobTable table, Relation *rel,
 		return false;
 	*rel = table_open(relid, RowExclusiveLock);
 	*shape = ShapeOf(table, *rel);
-	if (!(*shape)->push_usable || HasInsertTriggers(*rel) || !PartitionWritableDirectly(*rel))
+	if (!(*shape)->push_usable || !PartitionWritableDirectly(call, *rel, CMD_INSERT))
 	{
 		table_close(*rel, NoLock);
 		return false;

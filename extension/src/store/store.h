@@ -135,7 +135,7 @@ extern uint64 RunAloneFindingJob(const JqCall *call, JqStatement *statement, Dat
 extern void JqStoreInit(void);
 
 /* store.c */
-extern bool PartitionWritableDirectly(Relation rel);
+extern bool PartitionWritableDirectly(const JqCall *call, Relation rel, CmdType event);
 
 /*
  * store/shape.c: what a job partition is made of, for the direct paths.

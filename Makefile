@@ -37,6 +37,8 @@ OBJS = \
 	extension/src/store/direct_claim.o \
 	extension/src/store/direct_delete.o \
 	extension/src/store/direct_insert.o \
+	extension/src/store/direct_slots.o \
+	extension/src/store/direct_write.o \
 	extension/src/store/settings_row.o \
 	extension/src/store/shape.o \
 	extension/src/store/ring.o \

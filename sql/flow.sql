@@ -324,6 +324,105 @@ SELECT * FROM pg_temp.jobs('tq');
 SELECT queue_clear('tq');
 
 --------------------------------------------------------------------------
+-- a key's slot is handed on without the executor (1.6,
+-- store/direct_slots.c) to the job the statements hand it to: waiting
+-- jobs spread over both ring partitions and long, merged in the order
+-- they get a slot (priority first, then their run-at, then id).  The
+-- statements are made to run by a trigger of the user's on UPDATE (the
+-- direct way steps aside for it), which also shows that such a trigger
+-- fires for each admission.  A job whose run-at is still ahead takes its
+-- slot but is not ready until then.
+--------------------------------------------------------------------------
+
+CREATE FUNCTION pg_temp.waiting_fixture(q text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    j bigint;
+BEGIN
+    PERFORM queue_push('running', queue => q, concurrency_key => 'hk');
+    -- name: partition, priority, run-at
+    j := queue_push('long-p1', queue => q, concurrency_key => 'hk', priority => 1);
+    UPDATE queue_jobs SET ring = -1 WHERE id = j;
+    j := queue_push('ring0-p1', queue => q, concurrency_key => 'hk', priority => 1);
+    UPDATE queue_jobs SET ring = 0 WHERE id = j;
+    j := queue_push('ring1-p5', queue => q, concurrency_key => 'hk', priority => 5);
+    UPDATE queue_jobs SET ring = 1 WHERE id = j;
+    j := queue_push('ring0-p0', queue => q, concurrency_key => 'hk');
+    UPDATE queue_jobs SET ring = 0 WHERE id = j;
+    j := queue_push('ring1-p0-older', queue => q, concurrency_key => 'hk');
+    UPDATE queue_jobs SET ring = 1, parked_run_at = parked_run_at - interval '1 hour' WHERE id = j;
+    j := queue_push('long-p-1-later', queue => q, concurrency_key => 'hk', priority => -1,
+                    delay => '1 day');
+    UPDATE queue_jobs SET ring = -1 WHERE id = j;
+END $$;
+
+-- claim and complete the key's jobs one by one: the order they got the slot in
+CREATE FUNCTION pg_temp.handover_order(q text) RETURNS TABLE (step int, name text, partition text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    claimed queue_job;
+BEGIN
+    step := 0;
+    LOOP
+        SELECT * INTO claimed FROM queue_reserve(ARRAY[q], '1 minute', 'w', 1);
+        EXIT WHEN claimed.id IS NULL;
+        step := step + 1;
+        SELECT claimed.name, replace(j.tableoid::regclass::text, 'queue_jobs_', '')
+          INTO name, partition FROM queue_jobs j WHERE j.id = claimed.id;
+        RETURN NEXT;
+        PERFORM queue_delete(claimed.id, claimed.token);
+    END LOOP;
+END $$;
+
+-- the last one holds the slot, due at its own run-at, not ready yet
+CREATE FUNCTION pg_temp.last_waiting(q text) RETURNS TABLE (name text, flow text, ready boolean,
+    due_at_run_at boolean, slots integer)
+LANGUAGE sql AS $$
+    SELECT name, flow, ready, available_at > now() + interval '23 hours' AND parked_run_at IS NULL,
+           (SELECT running FROM queue_key_slots s WHERE s.queue = q)
+    FROM queue_jobs WHERE queue = q
+$$;
+
+SELECT pg_temp.waiting_fixture('hdirect');
+SELECT count(DISTINCT tableoid) AS partitions_used FROM queue_jobs WHERE queue = 'hdirect';
+-- (the running job's partition is the ring of the moment: not shown)
+SELECT step, name, CASE WHEN name <> 'running' THEN partition END AS partition
+  FROM pg_temp.handover_order('hdirect');
+SELECT * FROM pg_temp.last_waiting('hdirect');
+
+CREATE TABLE pg_temp.admitted_log (name text, old_flow text, new_flow text);
+CREATE FUNCTION pg_temp.log_admission() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO pg_temp.admitted_log VALUES (NEW.name, OLD.flow, NEW.flow); RETURN NEW; END$$;
+-- the same fixture twice more: with the statements, and the direct way again to compare
+SELECT pg_temp.waiting_fixture('hstmt'), pg_temp.waiting_fixture('hdirect_again');
+CREATE TRIGGER regress_jq_log_admission AFTER UPDATE ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.log_admission();
+CREATE TEMP TABLE stmt_order AS SELECT * FROM pg_temp.handover_order('hstmt');
+DROP TRIGGER regress_jq_log_admission ON queue_jobs;
+SELECT count(*) FILTER (WHERE d.name IS NOT DISTINCT FROM s.name
+                          AND d.partition IS NOT DISTINCT FROM s.partition) AS the_same,
+       count(*) AS steps
+  FROM pg_temp.handover_order('hdirect_again') d FULL JOIN stmt_order s USING (step);
+SELECT string_agg(name, ' ' ORDER BY name) AS admitted_by_statement FROM pg_temp.admitted_log
+ WHERE old_flow = 'key' AND new_flow = 'slot';
+SELECT * FROM pg_temp.last_waiting('hstmt');
+SELECT queue_clear('hdirect'), queue_clear('hstmt');
+
+-- a queue with more limits than the direct hand-over scans (64): the key's
+-- limit (the longest of its prefixes among them) is read by the statement
+SELECT count(queue_concurrency_set('hmany', 'other' || n || ':', 3)) AS limits
+  FROM generate_series(1, 70) n;
+SELECT queue_concurrency_set('hmany', 'hk', 2), queue_concurrency_set('hmany', 'h', 5);
+SELECT count(*) FROM (SELECT queue_push('m' || n, queue => 'hmany', concurrency_key => 'hkey')
+                      FROM generate_series(1, 4) n) p;
+SELECT pg_temp.claim('hmany');
+SELECT pg_temp.complete('hmany', 'm1');
+SELECT pg_temp.claim('hmany');
+SELECT running FROM queue_key_slots WHERE queue = 'hmany';
+SELECT queue_clear('hmany');
+SELECT count(queue_concurrency_remove('hmany', key_prefix)) AS removed
+  FROM queue_key_limits WHERE queue = 'hmany';
+
+--------------------------------------------------------------------------
 -- bad input: a clear error naming the argument, nothing changed
 --------------------------------------------------------------------------
 

@@ -7,7 +7,8 @@
 # query), a push, a claim and a completion run, and auto_explain prints
 # the plan of every statement they run (log_level notice): none may scan a
 # job partition sequentially, use a bitmap or sort.  A plain claim runs no
-# search or UPDATE at all (the direct claim); a rate-limited one does.
+# search or UPDATE at all (the direct claim); a rate-limited one does; a
+# keyed completion plans neither its DELETE nor the hand-over of its slot.
 #
 # Runs against the cluster of the PG* environment; about 2 s.
 set -euo pipefail
@@ -58,14 +59,17 @@ check "a plain claim plans no search and no UPDATE (the direct claim)" \
 check "a rate-limited claim runs its search and UPDATE as statements" \
     bash -c 'grep -qE "$1" <<< "$3" && grep -qE "$2" <<< "$3"' _ "$claim_search" "$claim_update" "$limited"
 # A keyed job's completion deletes it the direct way too, then hands its
-# key's slot to the next job of the key (flow.c's statements, as the
-# trigger would after a DELETE statement).
-keyed=$(explained "SELECT queue_push('k1', '{}', 'kq', concurrency_key => 'c');
-SELECT queue_push('k2', '{}', 'kq', concurrency_key => 'c');
-SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve('{kq}')) AS done;")
-check "a keyed completion runs no DELETE but hands the key's slot on" \
-    bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (WITH .*)?DELETE FROM [a-z_.]*queue_jobs" <<< "$1" &&
-             grep -qE "SET flow = " <<< "$1"' _ "$keyed"
+# key's slot to the next job of the key as the trigger would after a
+# DELETE statement: without the executor too (store/direct_slots.c), so
+# neither flow.c's lock of the key's row nor its admission UPDATE is
+# planned; the next job of the key is then the one to claim.
+psql -X -q -v ON_ERROR_STOP=1 -c "SELECT queue_push('k1', '{}', 'kq', concurrency_key => 'c')" \
+    -c "SELECT queue_push('k2', '{}', 'kq', concurrency_key => 'c')"
+keyed=$(explained "SELECT count(*) FROM (SELECT queue_delete(id, token) FROM queue_reserve('{kq}')) AS done;")
+next=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT name FROM queue_reserve('{kq}')")
+check "a keyed completion plans no DELETE, no lock of the key and no admission, and hands the slot on" \
+    bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (WITH .*)?DELETE FROM [a-z_.]*queue_jobs|queue_key_slots|SET flow = " <<< "$1" &&
+             grep -qE "^ *1$" <<< "$1" && [[ $2 == k2 ]]' _ "$keyed" "$next"
 plans="$plain
 $limited"
 hot=$(grep -c 'Query Text: /\* jobqueue hot path \*/' <<< "$plans" || true)

@@ -152,15 +152,19 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 		 * one, take a slot and may run at their own run-at ($4: now).  Run after
 		 * the key's row is locked, by a statement of its own: its snapshot then
 		 * sees every job that waits for the key, and no other session admits
-		 * them meanwhile: so the search locks nothing, and the UPDATE needs no
-		 * re-check of flow (which would let the waiting index serve it instead
-		 * of the primary keys); a job cancelled meanwhile is just not admitted.
+		 * them meanwhile, so the UPDATE needs no re-check of flow (which would
+		 * let the waiting index serve it instead of the primary keys).  The
+		 * search locks what it finds: a job being cancelled is waited for and,
+		 * cancelled, passed by for the next one, as the way without the
+		 * executor does (store/direct_slots.c); else the slot would stay free
+		 * beside a waiting job.  The way of a table with a trigger of the
+		 * user's on UPDATE.
 		 */
 		[JQ_API_1_5] = {
 			LET_GO_SQL("'slot'", "$4",
 					   "id = ANY (ARRAY(SELECT w.id FROM @S@.queue_jobs w"
 					   "   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
-					   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3))"),
+					   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3 FOR UPDATE))"),
 			4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
 		},
 	}},
@@ -363,28 +367,36 @@ LetJobGo(const JqCall *call, int64 id, const char *flow)
 }
 
 /*
- * The slots of a key after "given_up" of them were given up: hand free
- * slots to the key's waiting jobs, in their order, and keep the count (the
- * key's row goes when no job holds or waits for a slot).  Also how a
- * raised limit lets more jobs run (given_up 0).  In the usual hand-over,
- * one slot given up and one job waiting, two statements: the lock, and the
- * waiting job's admission; the count stays as it was.
+ * Lock the row of key in queue_key_slots: true with the slots taken in
+ * *running and the key's limit as it is now in *limit, false if the key
+ * has no row (no job holds or waits for a slot of it).  Without the
+ * executor where it may (store/direct_slots.c), else by statements.
  */
-void
-RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
+static bool
+LockKeySlots(const JqCall *call, text *queue, text *key, int32 *running, int32 *limit)
 {
-	Datum		args[4] = {PointerGetDatum(queue), PointerGetDatum(key), 0, 0};
-	int32		was_running;
-	int32		running;
-	int32		limit;
+	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key)};
 
+	switch (LockKeySlotsDirectly(call, queue, key, running, limit))
+	{
+		case DIRECT_NOT_FOUND:
+			return false;
+		case DIRECT_DONE:
+			if (*limit < 0)		/* too many limits in the queue to scan there */
+			{
+				QueueExecute(call, &statements[PLAN_KEY_LIMIT_OF], args, NULL, SPI_OK_SELECT);
+				*limit = SpiInt32(0, 1);
+			}
+			return true;
+		case DIRECT_USE_STATEMENT:
+			break;
+	}
 	QueueExecute(call, &statements[PLAN_KEY_LOCK_SLOTS], args, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		return;					/* no job holds or waits for a slot of the key */
-	was_running = SpiInt32(0, 1);
-	running = Max(was_running - given_up, 0);
-	limit = SpiInt32(0, 2);
-	if (running >= limit)
+		return false;
+	*running = SpiInt32(0, 1);
+	*limit = SpiInt32(0, 2);
+	if (*running >= *limit)
 	{
 		/*
 		 * The key is full by the limit the lock's statement read, with its
@@ -395,15 +407,61 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
 		 * limit leaves a key full here: rare, and then one more read.)
 		 */
 		QueueExecute(call, &statements[PLAN_KEY_LIMIT_OF], args, NULL, SPI_OK_SELECT);
-		limit = SpiInt32(0, 1);
+		*limit = SpiInt32(0, 1);
 	}
-	if (running < limit)
+	return true;
+}
+
+/*
+ * Let the next "count" jobs waiting for a slot of key take one (the key's
+ * row locked); returns how many did.  Without the executor where it may
+ * (store/direct_slots.c), else by the statement.
+ */
+static int
+AdmitWaiting(const JqCall *call, text *queue, text *key, int count)
+{
+	Datum		args[4] = {PointerGetDatum(queue), PointerGetDatum(key), Int32GetDatum(count),
+	TimestampTzGetDatum(call->now)};
+	AdmittedJob *admitted = palloc(sizeof(AdmittedJob) * count);
+	int			admitted_count;
+	bool		wants_wakeups;
+
+	if (AdmitWaitingDirectly(call, queue, key, count, admitted, &admitted_count,
+							 &wants_wakeups) == DIRECT_DONE)
 	{
-		args[2] = Int32GetDatum(limit - running);
-		args[3] = TimestampTzGetDatum(call->now);
-		QueueExecute(call, &statements[PLAN_KEY_ADMIT_WAITING], args, NULL, SPI_OK_UPDATE_RETURNING);
-		running += NoteJobsLetGo(call);
+		/* waiting claims and (if the queue wants wake-ups) listeners learn of each */
+		for (int i = 0; i < admitted_count; i++)
+			NoteJobCanRun(queue, &admitted[i].order, admitted[i].ready, JOB_EVENT_KINDS,
+						  wants_wakeups ? JOB_WAKE_LISTENERS : JOB_WAKE_WAITERS, NULL);
+		pfree(admitted);
+		return admitted_count;
 	}
+	pfree(admitted);
+	QueueExecute(call, &statements[PLAN_KEY_ADMIT_WAITING], args, NULL, SPI_OK_UPDATE_RETURNING);
+	return NoteJobsLetGo(call);
+}
+
+/*
+ * The slots of a key after "given_up" of them were given up: hand free
+ * slots to the key's waiting jobs, in their order, and keep the count (the
+ * key's row goes when no job holds or waits for a slot).  Also how a
+ * raised limit lets more jobs run (given_up 0).  In the usual hand-over,
+ * one slot given up and one job waiting: the lock and the waiting job's
+ * admission; the count stays as it was.
+ */
+void
+RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
+{
+	Datum		args[3] = {PointerGetDatum(queue), PointerGetDatum(key), 0};
+	int32		was_running;
+	int32		running;
+	int32		limit;
+
+	if (!LockKeySlots(call, queue, key, &was_running, &limit))
+		return;					/* no job holds or waits for a slot of the key */
+	running = Max(was_running - given_up, 0);
+	if (running < limit)
+		running += AdmitWaiting(call, queue, key, limit - running);
 	args[2] = Int32GetDatum(running);
 	if (running == 0)
 		QueueExecute(call, &statements[PLAN_KEY_DROP_SLOTS], args, NULL, SPI_OK_DELETE);

@@ -101,8 +101,7 @@ typedef struct PartitionSearch
 	JobOrder	next;			/* that row's place in claim order */
 	TupleTableSlot *locked;		/* the row as locked (LockAndClaim) */
 	TupleTableSlot *updated;	/* the new row */
-	EState	   *estate;			/* made at its first update */
-	ResultRelInfo *result;
+	PartitionWrite write;		/* begun at its first update */
 } PartitionSearch;
 
 /* What the whole claim works with. */
@@ -142,14 +141,6 @@ Column(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column)
 	return value;
 }
 
-/* Whether two texts are equal (queue names: the default collation is deterministic). */
-static bool
-SameText(text *a, text *b)
-{
-	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
-		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
-}
-
 /* The row's place in claim order. */
 static JobOrder
 OrderOf(TupleTableSlot *slot, const PartitionShape *shape)
@@ -184,7 +175,7 @@ Claimable(const DirectClaim *claim, TupleTableSlot *slot, const PartitionShape *
 	if (DatumGetInt32(Column(slot, shape, JOB_COL_ATTEMPTS)) >=
 		DatumGetInt32(Column(slot, shape, JOB_COL_MAX_ATTEMPTS)))
 		return false;
-	return SameText(DatumGetTextPP(Column(slot, shape, JOB_COL_QUEUE)), claim->request->queue);
+	return TextsEqual(DatumGetTextPP(Column(slot, shape, JOB_COL_QUEUE)), claim->request->queue);
 }
 
 /* Move search to the next claimable job of its range (has_next false at the end). */
@@ -236,31 +227,6 @@ BeginRange(DirectClaim *claim, PartitionSearch *search, ClaimRange range)
 	search->scan = index_beginscan(search->rel, index, claim->snapshot, nkeys, 0);
 	index_rescan(search->scan, keys, nkeys, NULL, 0);
 	Advance(claim, search);
-}
-
-/* The executor state of an update of search's partition, made once. */
-static void
-PrepareUpdate(DirectClaim *claim, PartitionSearch *search)
-{
-	RangeTblEntry *rte;
-
-	if (search->estate != NULL)
-		return;
-	search->estate = CreateExecutorState();
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(search->rel);
-	rte->relkind = search->rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	ExecInitRangeTable(search->estate, list_make1(rte));
-	search->result = makeNode(ResultRelInfo);
-	InitResultRelInfo(search->result, search->rel, 1, NULL, 0);
-	search->estate->es_output_cid = GetCurrentCommandId(true);
-	search->estate->es_snapshot = claim->snapshot;
-	ExecOpenIndices(search->result, false);
-	KeepIndexPredicates(search->table, search->result);
-	/* a publication of the partition's updates needs its replica identity */
-	CheckCmdReplicaIdentity(search->rel, CMD_UPDATE);
 }
 
 /* The job row's column of each of a claimed job's columns (ClaimedColumn - 1). */
@@ -356,12 +322,12 @@ UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *fai
 	TM_Result	result;
 
 	if (search->rel->rd_att->constr != NULL)
-		ExecConstraints(search->result, updated, search->estate);
+		ExecConstraints(search->write.result, updated, search->write.estate);
 	result = table_tuple_update(search->rel, tid, updated, GetCurrentCommandId(true),
 								claim->snapshot, InvalidSnapshot, false, failure, &lock_mode,
 								&update_indexes);
-	if (result == TM_Ok && update_indexes && search->result->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(search->result, updated, search->estate, true, false,
+	if (result == TM_Ok && update_indexes && search->write.result->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(search->write.result, updated, search->write.estate, true, false,
 										NULL, NIL));
 	return result;
 }
@@ -411,7 +377,7 @@ LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 	if (Claimable(claim, locked, search->shape))
 	{
 		BuildClaimedRow(claim, p, locked);
-		ExecSimpleRelationUpdate(search->result, search->estate, NULL, locked,
+		ExecSimpleRelationUpdate(search->write.result, search->write.estate, NULL, locked,
 								 claim->partitions[p].updated);
 		KeepClaimed(claim, p, locked);
 	}
@@ -450,7 +416,9 @@ TryClaim(DirectClaim *claim, int p)
 	TM_FailureData failure;
 	TM_Result	result;
 
-	PrepareUpdate(claim, search);
+	if (search->write.estate == NULL)
+		BeginPartitionWrite(&search->write, search->table, search->rel, claim->snapshot,
+							CMD_UPDATE);
 	if (MayBeHeld(search->found))
 	{
 		LockAndClaim(claim, p, tid);
@@ -528,12 +496,7 @@ ClosePartitions(DirectClaim *claim)
 	{
 		PartitionSearch *search = &claim->partitions[p];
 
-		if (search->estate != NULL)
-		{
-			ExecCloseIndices(search->result);
-			ExecResetTupleTable(search->estate->es_tupleTable, false);
-			FreeExecutorState(search->estate);
-		}
+		EndPartitionWrite(&search->write);
 		if (search->scan != NULL)
 			index_endscan(search->scan);
 		ExecDropSingleTupleTableSlot(search->found);
@@ -569,17 +532,13 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 	if (!OpenPartitions(&claim, tables, relids))
 		return DIRECT_USE_STATEMENT;
 
-	/* as a statement: see this transaction's earlier work, with a fresh snapshot */
-	CommandCounterIncrement();
-	claim.snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	PushActiveSnapshot(claim.snapshot);
+	claim.snapshot = BeginStatementSnapshot();
 	ReadQueueSettingsRow(call, request->queue, claim.snapshot, &settings);
 	if (settings.rate_limited || settings.paused)
 	{
 		for (int p = 0; p < claim.searched; p++)
 			table_close(claim.partitions[p].rel, NoLock);
-		PopActiveSnapshot();
-		UnregisterSnapshot(claim.snapshot);
+		EndStatementSnapshot(claim.snapshot);
 		return settings.paused && !settings.rate_limited ? DIRECT_DONE : DIRECT_USE_STATEMENT;
 	}
 	if (request->lease != NULL)
@@ -613,10 +572,7 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 	}
 
 	ClosePartitions(&claim);
-	PopActiveSnapshot();
-	UnregisterSnapshot(claim.snapshot);
-	/* what follows in the transaction sees the claims */
-	CommandCounterIncrement();
+	EndStatementSnapshot(claim.snapshot);
 	*claimed = claim.claimed;
 	*count = claim.count;
 	return DIRECT_DONE;

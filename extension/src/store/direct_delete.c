@@ -299,10 +299,7 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 
 	if (!OpenPartitions(call, partitions))
 		return false;
-	/* as a statement: see this transaction's earlier work, with a fresh snapshot */
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	PushActiveSnapshot(snapshot);
+	snapshot = BeginStatementSnapshot();
 	for (int j = 0; j < count; j++)
 	{
 		outcomes[j] = DIRECT_NOT_FOUND;
@@ -321,15 +318,12 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 			}
 		}
 	}
-	PopActiveSnapshot();
-	UnregisterSnapshot(snapshot);
+	EndStatementSnapshot(snapshot);
 	for (int i = 0; i < 3; i++)
 	{
 		index_close(partitions[i].primary_key, AccessShareLock);
 		ExecDropSingleTupleTableSlot(partitions[i].slot);
 		table_close(partitions[i].rel, NoLock);
 	}
-	/* what follows in the transaction sees the deletes */
-	CommandCounterIncrement();
 	return true;
 }

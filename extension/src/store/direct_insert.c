@@ -133,35 +133,23 @@ InsertRow(JobTable table, const PartitionShape *shape, ResultRelInfo *result, ES
  */
 static void
 InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShape *shape,
-		   const JobSpec *jobs, int count, int16 ring, int64 *ids)
+		   const JobSpec *jobs, int count, int16 ring, int64 *ids, Snapshot snapshot)
 {
-	EState	   *estate = CreateExecutorState();
-	RangeTblEntry *rte = makeNode(RangeTblEntry);
-	ResultRelInfo *result = makeNode(ResultRelInfo);
+	PartitionWrite write;
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	Oid			id_sequence = get_relname_relid("queue_jobs_id_seq", call->schema);
 
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
-	ExecInitRangeTable(estate, list_make1(rte));
-	InitResultRelInfo(result, rel, 1, NULL, 0);
-	estate->es_output_cid = GetCurrentCommandId(true);
-	ExecOpenIndices(result, false);
-	KeepIndexPredicates(table, result);
+	BeginPartitionWrite(&write, table, rel, snapshot, CMD_INSERT);
 	for (int i = 0; i < count; i++)
 	{
 		ids[i] = nextval_internal(id_sequence, false);
 		BuildJobRow(slot, shape, &jobs[i], ids[i], ring, call->now);
-		InsertRow(table, shape, result, estate, slot, ring);
+		InsertRow(table, shape, write.result, write.estate, slot, ring);
 		/* the partial indexes' predicates are evaluated per row in this context */
-		ResetPerTupleExprContext(estate);
+		ResetPerTupleExprContext(write.estate);
 	}
-	ExecCloseIndices(result);
 	ExecDropSingleTupleTableSlot(slot);
-	ExecResetTupleTable(estate->es_tupleTable, false);
-	FreeExecutorState(estate);
+	EndPartitionWrite(&write);
 }
 
 /*
@@ -181,11 +169,8 @@ InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable 
 
 	if (!OpenForDirectInsert(call, table, &rel, &shape))
 		return false;
-	/* as a statement: a fresh snapshot, this transaction's earlier work seen */
-	CommandCounterIncrement();
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	PushActiveSnapshot(snapshot);
-	InsertRows(call, table, rel, shape, jobs, count, ring, ids);
+	snapshot = BeginStatementSnapshot();
+	InsertRows(call, table, rel, shape, jobs, count, ring, ids, snapshot);
 	if (wake != NULL)
 	{
 		QueueSettingsRow settings;
@@ -193,9 +178,7 @@ InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable 
 		ReadQueueSettingsRow(call, jobs[0].queue, snapshot, &settings);
 		*wake = settings.notify;
 	}
-	PopActiveSnapshot();
-	UnregisterSnapshot(snapshot);
-	CommandCounterIncrement();
+	EndStatementSnapshot(snapshot);
 	table_close(rel, NoLock);
 	return true;
 }

@@ -3,10 +3,11 @@
  * shape.c
  *	  What a job partition is made of, for the direct paths (1.6).
  *
- * The writes without a plan (direct_insert.c, direct_claim.c) need where
- * each column they read or set is in a partition's rows, the constant
- * default of every other column (a push fills them) and the partition's
- * claim index.  Reading that from the catalog costs more than the write
+ * The writes without a plan (direct_insert.c, direct_claim.c,
+ * direct_slots.c) need where each column they read or set is in a
+ * partition's rows, the constant default of every other column (a push
+ * fills them) and the partition's claim index and index of the jobs
+ * waiting for a key.  Reading that from the catalog costs more than the write
  * itself, so it is read once per partition and kept until the partition's
  * definition changes: a relcache invalidation of the partition (an ALTER,
  * and every TRUNCATE of a rotation, which gives it a new file) or a reset
@@ -47,6 +48,10 @@ static const char *const job_column_names[NUM_JOB_COLUMNS] = {
 	[JOB_COL_RESERVED_UNTIL] = "reserved_until",
 	[JOB_COL_RESERVED_BY] = "reserved_by",
 	[JOB_COL_LAST_ERROR] = "last_error",
+	[JOB_COL_CONCURRENCY_KEY] = "concurrency_key",
+	[JOB_COL_FLOW] = "flow",
+	[JOB_COL_PARKED_RUN_AT] = "parked_run_at",
+	[JOB_COL_HAS_CHILDREN] = "has_children",
 };
 
 /* The columns a plain push sets (the statement's column list, api/push.c). */
@@ -56,8 +61,9 @@ static const JobColumn pushed_columns[] = {
 	JOB_COL_DEADLINE, JOB_COL_RING
 };
 
-/* The index of queue_jobs whose partitions a claim searches. */
+/* The indexes of queue_jobs whose partitions a claim and a key's hand-over search. */
 #define CLAIM_INDEX_NAME "queue_jobs_claim_idx"
+#define KEY_WAITING_INDEX_NAME "queue_jobs_key_waiting_idx"
 
 static PartitionShape shapes[NUM_JOB_TABLES];
 static bool forget_registered = false;
@@ -67,7 +73,8 @@ static void
 ForgetShapes(Datum arg, Oid relid)
 {
 	for (int t = 0; t < NUM_JOB_TABLES; t++)
-		if (!OidIsValid(relid) || shapes[t].relid == relid || shapes[t].claim_index == relid)
+		if (!OidIsValid(relid) || shapes[t].relid == relid || shapes[t].claim_index == relid ||
+			shapes[t].key_waiting_index == relid)
 			shapes[t].relid = InvalidOid;
 }
 
@@ -114,11 +121,11 @@ ReadDefaults(PartitionShape *shape, Relation rel)
 	}
 }
 
-/* The partition's index made for queue_jobs' claim index, if it has one. */
+/* The partition's index made for queue_jobs' index "name", if it has one. */
 static Oid
-FindClaimIndex(Relation rel)
+FindPartitionIndex(Relation rel, const char *name)
 {
-	Oid			parent = get_relname_relid(CLAIM_INDEX_NAME, RelationGetNamespace(rel));
+	Oid			parent = get_relname_relid(name, RelationGetNamespace(rel));
 	List	   *indexes = RelationGetIndexList(rel);
 	ListCell   *lc;
 	Oid			found = InvalidOid;
@@ -168,12 +175,16 @@ ShapeOf(JobTable table, Relation rel)
 	shape->push_usable = !(desc->constr != NULL && desc->constr->has_generated_stored);
 	shape->bound_checked_ring = -2;
 	ReadDefaults(shape, rel);
-	shape->claim_index = FindClaimIndex(rel);
-	/* a claim's update computes no generated column (direct_claim.c) */
+	shape->claim_index = FindPartitionIndex(rel, CLAIM_INDEX_NAME);
+	shape->key_waiting_index = FindPartitionIndex(rel, KEY_WAITING_INDEX_NAME);
+	/* an update without a plan computes no generated column (direct_claim.c) */
 	shape->claim_usable = OidIsValid(shape->claim_index) &&
 		!(desc->constr != NULL && desc->constr->has_generated_stored);
-	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
+	for (int c = 0; c < NUM_CORE_JOB_COLUMNS; c++)
 		shape->claim_usable &= shape->attnum[c] > 0;
+	shape->admit_usable = shape->claim_usable && OidIsValid(shape->key_waiting_index);
+	for (int c = NUM_CORE_JOB_COLUMNS; c < NUM_JOB_COLUMNS; c++)
+		shape->admit_usable &= shape->attnum[c] > 0;
 	MemoryContextSwitchTo(old);
 	shape->relid = RelationGetRelid(rel);
 	return shape;

@@ -147,8 +147,13 @@ typedef enum JobColumn
 	JOB_COL_MAX_ATTEMPTS, JOB_COL_AVAILABLE_AT, JOB_COL_READY, JOB_COL_CREATED_AT,
 	JOB_COL_DEADLINE, JOB_COL_RING, JOB_COL_ATTEMPTS, JOB_COL_TOKEN,
 	JOB_COL_RESERVED_UNTIL, JOB_COL_RESERVED_BY, JOB_COL_LAST_ERROR,
+	/* flow control's (1.5): absent from the partitions of a 1.3 or 1.4 schema */
+	JOB_COL_CONCURRENCY_KEY, JOB_COL_FLOW, JOB_COL_PARKED_RUN_AT, JOB_COL_HAS_CHILDREN,
 	NUM_JOB_COLUMNS
 } JobColumn;
+
+/* The columns every job partition has (1.3 on). */
+#define NUM_CORE_JOB_COLUMNS JOB_COL_CONCURRENCY_KEY
 
 typedef struct PartitionShape
 {
@@ -164,6 +169,9 @@ typedef struct PartitionShape
 	/* a claim: the claim index and every column there */
 	bool		claim_usable;
 	Oid			claim_index;
+	/* a key's slot handed on (1.5): the index of the jobs waiting for a slot, and the flow columns */
+	bool		admit_usable;
+	Oid			key_waiting_index;
 	List	   *predicates;		/* of its partial indexes, made once (KeepIndexPredicates) */
 	MemoryContext context;		/* emptied each time the shape is read again */
 } PartitionShape;
@@ -193,6 +201,21 @@ extern void ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snaps
 extern bool JobSpecIsPlain(const JobSpec *job);
 extern bool InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable table,
 							   int16 ring, int64 *ids, bool *wake);
+
+/* store/direct_write.c: what every write without a plan shares */
+typedef struct PartitionWrite
+{
+	EState	   *estate;			/* NULL: not begun */
+	ResultRelInfo *result;
+} PartitionWrite;
+
+extern bool TextsEqual(text *a, text *b);
+extern bool TextIs(text *value, const char *expected);
+extern Snapshot BeginStatementSnapshot(void);
+extern void EndStatementSnapshot(Snapshot snapshot);
+extern void BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel,
+								Snapshot snapshot, CmdType event);
+extern void EndPartitionWrite(PartitionWrite *write);
 
 /* store/direct_delete.c: completions without the executor */
 typedef enum DirectOutcome
@@ -257,5 +280,22 @@ typedef struct ClaimedJob
 extern bool JobOrderBefore(const JobOrder *a, const JobOrder *b);
 extern DirectOutcome ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request,
 									   ClaimedJob **claimed, int *count);
+
+/*
+ * store/direct_slots.c: a key's slot handed on without the executor.  A
+ * job let take a slot: its new place in claim order (due at its run-at)
+ * and whether it is ready.
+ */
+typedef struct AdmittedJob
+{
+	JobOrder	order;
+	bool		ready;
+} AdmittedJob;
+
+extern DirectOutcome LockKeySlotsDirectly(const JqCall *call, text *queue, text *key,
+										  int32 *running, int32 *limit);
+extern DirectOutcome AdmitWaitingDirectly(const JqCall *call, text *queue, text *key, int count,
+										  AdmittedJob *admitted, int *admitted_count,
+										  bool *wants_wakeups);
 
 #endif							/* JOBQUEUE_STORE_H */

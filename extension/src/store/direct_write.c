@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_write.c
+ *	  What every write without a plan shares (1.6): a statement's snapshot,
+ *	  and the executor state of a partition's inserts and updates.
+ *
+ * direct_insert.c, direct_claim.c, direct_delete.c and direct_slots.c do
+ * the work of statements with the access methods.  A statement starts
+ * with a snapshot that sees the transaction's earlier work, and its
+ * writes are seen by what the transaction runs after it; a row inserted
+ * or updated needs its partition's indexes (their partial predicates made
+ * once per partition shape: shape.c) and its constraints, which the
+ * executor's helpers for logical replication's apply check given an
+ * executor state of the partition alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "utils/snapmgr.h"
+
+/* Whether two texts are equal (the default collation is deterministic: bytes). */
+bool
+TextsEqual(text *a, text *b)
+{
+	return VARSIZE_ANY_EXHDR(a) == VARSIZE_ANY_EXHDR(b) &&
+		memcmp(VARDATA_ANY(a), VARDATA_ANY(b), VARSIZE_ANY_EXHDR(a)) == 0;
+}
+
+/* Whether a text is the C string expected. */
+bool
+TextIs(text *value, const char *expected)
+{
+	size_t		length = strlen(expected);
+
+	return VARSIZE_ANY_EXHDR(value) == length && memcmp(VARDATA_ANY(value), expected, length) == 0;
+}
+
+/*
+ * A snapshot as a statement takes one: this transaction's earlier work
+ * seen (a fresh one under read committed), registered and active until
+ * EndStatementSnapshot.
+ */
+Snapshot
+BeginStatementSnapshot(void)
+{
+	Snapshot	snapshot;
+
+	CommandCounterIncrement();
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	PushActiveSnapshot(snapshot);
+	return snapshot;
+}
+
+/* The statement's work is done: what follows in the transaction sees it. */
+void
+EndStatementSnapshot(Snapshot snapshot)
+{
+	PopActiveSnapshot();
+	UnregisterSnapshot(snapshot);
+	CommandCounterIncrement();
+}
+
+/*
+ * The executor state for event's rows (CMD_INSERT or CMD_UPDATE) in rel,
+ * the partition of job table "table", under snapshot: its indexes open
+ * with the kept predicates, and (an update) the replica identity a
+ * publication of the partition's updates needs checked as the executor
+ * checks it.
+ */
+void
+BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapshot snapshot,
+					CmdType event)
+{
+	RangeTblEntry *rte = makeNode(RangeTblEntry);
+
+	write->estate = CreateExecutorState();
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	ExecInitRangeTable(write->estate, list_make1(rte));
+	write->result = makeNode(ResultRelInfo);
+	InitResultRelInfo(write->result, rel, 1, NULL, 0);
+	write->estate->es_output_cid = GetCurrentCommandId(true);
+	write->estate->es_snapshot = snapshot;
+	ExecOpenIndices(write->result, false);
+	KeepIndexPredicates(table, write->result);
+	if (event != CMD_INSERT)
+		CheckCmdReplicaIdentity(rel, event);
+}
+
+/* Close what BeginPartitionWrite opened (nothing to do if it did not). */
+void
+EndPartitionWrite(PartitionWrite *write)
+{
+	if (write->estate == NULL)
+		return;
+	ExecCloseIndices(write->result);
+	ExecResetTupleTable(write->estate->es_tupleTable, false);
+	FreeExecutorState(write->estate);
+	write->estate = NULL;
+}

@@ -57,23 +57,12 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* A column of the row in slot, by name (the partition's own numbering). */
-static Datum
-SlotColumn(TupleTableSlot *slot, const char *name, bool *isnull)
-{
-	int			attnum = SPI_fnumber(slot->tts_tupleDescriptor, name);
-
-	if (attnum <= 0)
-		elog(ERROR, "jobqueue: job table has no column \"%s\"", name);
-	return slot_getattr(slot, attnum, isnull);
-}
-
 /* Whether the row in slot holds the claim with this token. */
 static bool
-HoldsToken(TupleTableSlot *slot, int64 token)
+HoldsToken(TupleTableSlot *slot, const PartitionShape *shape, int64 token)
 {
 	bool		isnull;
-	Datum		value = SlotColumn(slot, "token", &isnull);
+	Datum		value = JobColumnValue(slot, shape, JOB_COL_TOKEN, &isnull);
 
 	return !isnull && DatumGetInt64(value) == token;
 }
@@ -91,7 +80,7 @@ typedef enum CompletionFlow
  * FLOW_SLOT *key gets the key (a copy).
  */
 static CompletionFlow
-FlowOfCompletion(TupleTableSlot *slot, text **key)
+FlowOfCompletion(TupleTableSlot *slot, const PartitionShape *shape, text **key)
 {
 	bool		no_key;
 	bool		no_flow;
@@ -99,14 +88,14 @@ FlowOfCompletion(TupleTableSlot *slot, text **key)
 	Datum		value;
 	Datum		flow;
 
-	if (SPI_fnumber(slot->tts_tupleDescriptor, "concurrency_key") <= 0)
+	if (shape->attnum[JOB_COL_CONCURRENCY_KEY] == 0)
 		return FLOW_NOTHING;	/* a schema before 1.5 */
-	value = SlotColumn(slot, "has_children", &isnull);
+	value = JobColumnValue(slot, shape, JOB_COL_HAS_CHILDREN, &isnull);
 	if (!isnull && DatumGetBool(value))
 		return FLOW_TRIGGER;
-	value = SlotColumn(slot, "concurrency_key", &no_key);
-	flow = SlotColumn(slot, "flow", &no_flow);
-	if (no_key || no_flow || strcmp(TextDatumGetCString(flow), "slot") != 0)
+	value = JobColumnValue(slot, shape, JOB_COL_CONCURRENCY_KEY, &no_key);
+	flow = JobColumnValue(slot, shape, JOB_COL_FLOW, &no_flow);
+	if (no_key || no_flow || !TextIs(DatumGetTextPP(flow), "slot"))
 		return FLOW_NOTHING;
 	*key = DatumGetTextPCopy(value);
 	return FLOW_SLOT;
@@ -118,11 +107,11 @@ FlowOfCompletion(TupleTableSlot *slot, text **key)
  * slot_key is given) gets the key whose slot the job holds, or NULL.
  */
 static bool
-FlowAllowsDirect(TupleTableSlot *slot, text **slot_key)
+FlowAllowsDirect(TupleTableSlot *slot, const PartitionShape *shape, text **slot_key)
 {
 	text	   *key = NULL;
 
-	switch (FlowOfCompletion(slot, &key))
+	switch (FlowOfCompletion(slot, shape, &key))
 	{
 		case FLOW_NOTHING:
 			if (slot_key != NULL)
@@ -144,6 +133,7 @@ typedef struct CompletionPartition
 {
 	JobTable	table;
 	Relation	rel;
+	const PartitionShape *shape;
 	Relation	primary_key;
 	TupleTableSlot *slot;
 } CompletionPartition;
@@ -176,9 +166,9 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);
-	if (!found || !HoldsToken(slot, token))
+	if (!found || !HoldsToken(slot, partition->shape, token))
 		goto done;
-	if (!FlowAllowsDirect(slot, slot_key))
+	if (!FlowAllowsDirect(slot, partition->shape, slot_key))
 	{
 		outcome = DIRECT_USE_STATEMENT;
 		goto done;
@@ -190,7 +180,7 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 	 * this very version.
 	 */
 	CheckCmdReplicaIdentity(rel, CMD_DELETE);
-	*queue = DatumGetTextPCopy(SlotColumn(slot, "queue", &isnull));
+	*queue = DatumGetTextPCopy(JobColumnValue(slot, partition->shape, JOB_COL_QUEUE, &isnull));
 	tid = slot->tts_tid;
 	result = table_tuple_delete(rel, &tid, GetCurrentCommandId(true), snapshot, InvalidSnapshot,
 								false, &failure, false);
@@ -215,14 +205,14 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 		outcome = DIRECT_USE_STATEMENT; /* moved to another partition, or ours */
 		goto done;
 	}
-	if (!HoldsToken(slot, token))
+	if (!HoldsToken(slot, partition->shape, token))
 		goto done;				/* claimed again meanwhile: another token */
-	if (!FlowAllowsDirect(slot, slot_key))
+	if (!FlowAllowsDirect(slot, partition->shape, slot_key))
 	{
 		outcome = DIRECT_USE_STATEMENT;
 		goto done;
 	}
-	*queue = DatumGetTextPCopy(SlotColumn(slot, "queue", &isnull));
+	*queue = DatumGetTextPCopy(JobColumnValue(slot, partition->shape, JOB_COL_QUEUE, &isnull));
 	tid = slot->tts_tid;
 	result = table_tuple_delete(rel, &tid, GetCurrentCommandId(true), snapshot, InvalidSnapshot,
 								true, &failure, false);
@@ -268,6 +258,7 @@ OpenPartitions(const JqCall *call, CompletionPartition partitions[3])
 		}
 		partitions[i].table = tables[i];
 		partitions[i].rel = rel;
+		partitions[i].shape = ShapeOf(tables[i], rel);
 		partitions[i].primary_key = index_open(primary_key, AccessShareLock);
 		partitions[i].slot = table_slot_create(rel, NULL);
 	}

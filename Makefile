@@ -34,10 +34,12 @@ OBJS = \
 	extension/src/exec/results.o \
 	extension/src/exec/searchpath.o \
 	extension/src/exec/statements.o \
+	extension/src/store/claimed_row.o \
 	extension/src/store/direct_claim.o \
 	extension/src/store/direct_delete.o \
 	extension/src/store/direct_insert.o \
 	extension/src/store/direct_slots.o \
+	extension/src/store/direct_update.o \
 	extension/src/store/direct_write.o \
 	extension/src/store/settings_row.o \
 	extension/src/store/shape.o \

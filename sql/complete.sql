@@ -320,5 +320,79 @@ SELECT queue_delete(:dq3_first, :dq3_tok1) AS old_token_deletes,
 COMMIT;
 SELECT count(*) AS left FROM queue_jobs WHERE queue = 'dq';
 
+--------------------------------------------------------------------------
+-- a release and an extend change the claimed row without the executor
+-- (1.6, store/direct_update.c) as their statements do: the same columns
+-- each way, for jobs in ring0, ring1 and long.  The statements are made to
+-- run by a trigger of the user's on UPDATE (the direct way steps aside for
+-- it), which fires once per change.  A release on the last attempt still
+-- moves the job to the failed table; a stale token changes nothing.
+--------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.change_fixture(q text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    j bigint;
+BEGIN
+    j := queue_push('extended', queue => q, priority => 3);
+    UPDATE queue_jobs SET ring = 0 WHERE id = j;
+    j := queue_push('released-later', queue => q, priority => 2);
+    UPDATE queue_jobs SET ring = 1 WHERE id = j;
+    j := queue_push('released-now', queue => q, priority => 1);
+    UPDATE queue_jobs SET ring = -1 WHERE id = j;
+    PERFORM queue_push('last-attempt', queue => q, max_attempts => 1);
+END $$;
+
+-- claim the fixture's jobs, change each, and show what each change wrote
+CREATE FUNCTION pg_temp.change_all(q text) RETURNS TABLE (name text, partition text, changed boolean,
+    stale_changed boolean, ready boolean, due_in_minutes numeric, held_until_due boolean,
+    worker text, token_cleared boolean, last_error text, attempts int, failed_with text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    c queue_job;
+    ok boolean;
+    stale boolean;
+BEGIN
+    FOR c IN SELECT * FROM queue_reserve(ARRAY[q], '1 minute', 'w-' || q, 10) LOOP
+        stale := CASE c.name WHEN 'extended' THEN queue_extend(c.id, c.token + 1000, '1 hour')
+                             ELSE queue_release(c.id, c.token + 1000, '1 hour', 'stale') END;
+        ok := CASE c.name
+                WHEN 'extended' THEN queue_extend(c.id, c.token, '5 minutes')
+                WHEN 'released-later' THEN queue_release(c.id, c.token, '10 minutes', 'again later')
+                WHEN 'released-now' THEN queue_release(c.id, c.token, '0', 'again now')
+                ELSE queue_release(c.id, c.token, '0', 'no attempts left') END;
+        RETURN QUERY
+        SELECT c.name, replace(j.tableoid::regclass::text, 'queue_jobs_', ''), ok, stale, j.ready,
+               round(extract(epoch FROM j.available_at - pg_temp.qnow()) / 60),
+               j.reserved_until IS NOT DISTINCT FROM j.available_at,
+               j.reserved_by, j.token IS NULL, j.last_error, j.attempts,
+               (SELECT f.error FROM queue_failed_jobs f WHERE f.job_id = c.id)
+        FROM (SELECT 1) one LEFT JOIN queue_jobs j ON j.id = c.id;
+    END LOOP;
+END $$;
+
+SELECT pg_temp.change_fixture('cdirect');
+SELECT count(DISTINCT tableoid) AS partitions_used FROM queue_jobs WHERE queue = 'cdirect';
+CREATE TEMP TABLE direct_changes AS SELECT * FROM pg_temp.change_all('cdirect');
+SELECT * FROM direct_changes ORDER BY name;
+
+CREATE TABLE pg_temp.changed_log (name text, old_token bigint, new_ready boolean);
+CREATE FUNCTION pg_temp.log_change() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO pg_temp.changed_log VALUES (NEW.name, OLD.token, NEW.ready); RETURN NEW; END$$;
+SELECT pg_temp.change_fixture('cstmt');
+CREATE TRIGGER regress_jq_log_change AFTER UPDATE ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.log_change();
+CREATE TEMP TABLE stmt_changes AS SELECT * FROM pg_temp.change_all('cstmt');
+DROP TRIGGER regress_jq_log_change ON queue_jobs;
+SELECT count(*) AS claimed_rows_changed_by_statement FROM pg_temp.changed_log
+ WHERE old_token IS NOT NULL;
+SELECT count(*) AS changed_each_way,
+       count(*) FILTER (WHERE (d.partition, d.changed, d.stale_changed, d.ready, d.due_in_minutes,
+                               d.held_until_due, d.token_cleared, d.last_error, d.attempts,
+                               d.failed_with)
+                        IS NOT DISTINCT FROM
+                              (s.partition, s.changed, s.stale_changed, s.ready, s.due_in_minutes,
+                               s.held_until_due, s.token_cleared, s.last_error, s.attempts,
+                               s.failed_with)) AS the_same
+  FROM direct_changes d FULL JOIN stmt_changes s USING (name);
+
 -- clean up
 TRUNCATE queue_jobs, queue_failed_jobs;

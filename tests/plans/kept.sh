@@ -8,7 +8,8 @@
 # the plan of every statement they run (log_level notice): none may scan a
 # job partition sequentially, use a bitmap or sort.  A plain claim runs no
 # search or UPDATE at all (the direct claim); a rate-limited one does; a
-# keyed completion plans neither its DELETE nor the hand-over of its slot.
+# keyed completion plans neither its DELETE nor the hand-over of its slot;
+# a release and an extend plan no UPDATE.
 #
 # Runs against the cluster of the PG* environment; about 2 s.
 set -euo pipefail
@@ -70,6 +71,18 @@ next=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT name FROM queue_reserve('{kq}')
 check "a keyed completion plans no DELETE, no lock of the key and no admission, and hands the slot on" \
     bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (WITH .*)?DELETE FROM [a-z_.]*queue_jobs|queue_key_slots|SET flow = " <<< "$1" &&
              grep -qE "^ *1$" <<< "$1" && [[ $2 == k2 ]]' _ "$keyed" "$next"
+# A release and an extend change the claimed row without the executor too
+# (store/direct_update.c): neither plans its UPDATE (nor the release its
+# lock), and both did what they say.
+changes=$(explained "SELECT queue_push('r', '{}', 'rq'), queue_push('e', '{}', 'rq');
+SELECT bool_and(CASE name WHEN 'r' THEN queue_release(id, token, '0', 'again')
+                          ELSE queue_extend(id, token, '1 hour') END) AS changed
+  FROM queue_reserve('{rq}', max_jobs => 2);")
+state=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT string_agg(name || ':' || ready || ':' || (token IS NULL), ' ' ORDER BY name)
+    FROM queue_jobs WHERE queue = 'rq'")
+check "a release and an extend plan no UPDATE and no lock, and change the job" \
+    bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (UPDATE|SELECT attempts)" <<< "$1" &&
+             grep -qE "^ *t$" <<< "$1" && [[ $2 == "e:false:false r:true:true" ]]' _ "$changes" "$state"
 plans="$plain
 $limited"
 hot=$(grep -c 'Query Text: /\* jobqueue hot path \*/' <<< "$plans" || true)

@@ -223,6 +223,71 @@ jobqueue_delete(PG_FUNCTION_ARGS)
  * *wake_queues when the job is due again right now (the caller may wake
  * the queue).  Must be called between SPI_connect and SPI_finish.
  */
+/* What a release decides from the claimed row (ReleaseDecided), and what it noted. */
+typedef struct ReleaseChange
+{
+	const JqCall *call;
+	Interval   *delay;			/* NULL: backoff */
+	text	   *error;
+	text	   *queue;			/* out: the job's (a copy) */
+	int32		priority;		/* out */
+	TimestampTz available_at;	/* out: due again then */
+} ReleaseChange;
+
+/*
+ * The released row's new version (store/direct_update.c's decide), as the
+ * release statement writes it; false on the last attempt (the statements
+ * then move the job to the failed table).
+ */
+static bool
+ReleaseDecided(TupleTableSlot *row, TupleTableSlot *updated, const PartitionShape *shape,
+			   void *arg)
+{
+	ReleaseChange *release = arg;
+	bool		isnull;
+	int32		attempts = DatumGetInt32(JobColumnValue(row, shape, JOB_COL_ATTEMPTS, &isnull));
+
+	if (attempts >= DatumGetInt32(JobColumnValue(row, shape, JOB_COL_MAX_ATTEMPTS, &isnull)))
+		return false;
+	release->queue = DatumGetTextPCopy(JobColumnValue(row, shape, JOB_COL_QUEUE, &isnull));
+	release->priority = DatumGetInt32(JobColumnValue(row, shape, JOB_COL_PRIORITY, &isnull));
+	release->available_at = QueueTimeAfter(release->call->now, release->delay != NULL ?
+										   release->delay : BackoffDelay(attempts));
+	SetJobColumn(updated, shape, JOB_COL_READY,
+				 BoolGetDatum(release->available_at <= release->call->now), false);
+	SetJobColumn(updated, shape, JOB_COL_AVAILABLE_AT,
+				 TimestampTzGetDatum(release->available_at), false);
+	SetJobColumn(updated, shape, JOB_COL_RESERVED_UNTIL, (Datum) 0, true);
+	SetJobColumn(updated, shape, JOB_COL_RESERVED_BY, (Datum) 0, true);
+	SetJobColumn(updated, shape, JOB_COL_TOKEN, (Datum) 0, true);
+	SetJobColumn(updated, shape, JOB_COL_LAST_ERROR, PointerGetDatum(release->error), false);
+	return true;
+}
+
+/*
+ * ReleaseClaimed without the statements where it may (store/direct_update.c):
+ * DIRECT_USE_STATEMENT when it may not, or on the job's last attempt.
+ */
+static DirectOutcome
+ReleaseDirectly(const JqCall *call, int64 id, int64 token, Interval *delay, text *error,
+				List **wake_queues)
+{
+	ReleaseChange release = {.call = call, .delay = delay, .error = error};
+	ClaimedChange change = {.decide = ReleaseDecided, .arg = &release};
+	DirectOutcome outcome = UpdateClaimedDirectly(call, id, token, &change);
+	ClaimPosition position;
+
+	if (outcome != DIRECT_DONE)
+		return outcome;
+	NoteJobDueAt(release.available_at);	/* due again then; a deadline may come first */
+	position.priority = release.priority;
+	position.available_at = release.available_at;
+	position.id = id;
+	NoteJobCanRun(release.queue, &position,
+				  release.available_at <= call->now, JOB_RELEASED, JOB_WAKE_IF_WANTED, wake_queues);
+	return DIRECT_DONE;
+}
+
 bool
 ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 			   text *error, List **wake_queues)
@@ -235,6 +300,16 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 	TimestampTz available_at;
 	JobTable	table;
 	ClaimPosition position;
+
+	switch (ReleaseDirectly(call, id, token, delay, error, wake_queues))
+	{
+		case DIRECT_DONE:
+			return true;
+		case DIRECT_NOT_FOUND:
+			return false;
+		case DIRECT_USE_STATEMENT:
+			break;
+	}
 
 	/* Lock the claim first, so attempts cannot change under the decision. */
 	args[0] = Int64GetDatum(id);
@@ -330,6 +405,19 @@ jobqueue_fail(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(failed);
 }
 
+/* The extended row's new version (store/direct_update.c's decide): held until *arg. */
+static bool
+ExtendDecided(TupleTableSlot *row, TupleTableSlot *updated, const PartitionShape *shape,
+			  void *arg)
+{
+	Datum		lease_end = TimestampTzGetDatum(*(TimestampTz *) arg);
+
+	SetJobColumn(updated, shape, JOB_COL_READY, BoolGetDatum(false), false);
+	SetJobColumn(updated, shape, JOB_COL_AVAILABLE_AT, lease_end, false);
+	SetJobColumn(updated, shape, JOB_COL_RESERVED_UNTIL, lease_end, false);
+	return true;
+}
+
 /* queue_extend(id, token, lease): the lease now ends lease from now. */
 Datum
 jobqueue_extend(PG_FUNCTION_ARGS)
@@ -339,19 +427,24 @@ jobqueue_extend(PG_FUNCTION_ARGS)
 	int64		token;
 	Interval   *lease;
 	Datum		args[3];
-	bool		extended;
+	TimestampTz lease_end;
+	ClaimedChange change = {.decide = ExtendDecided, .arg = &lease_end};
+	DirectOutcome outcome;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_0);
 	ArgIdAndToken(fcinfo, &id, &token);
 	lease = ArgInterval(fcinfo, 2, "lease");
 	CheckLeaseInterval(lease, "lease");
 
+	lease_end = QueueTimeAfter(call.now, lease);
+	NoteJobDueAt(lease_end);	/* the lease may end sooner */
+	outcome = UpdateClaimedDirectly(&call, id, token, &change);
+	if (outcome != DIRECT_USE_STATEMENT)
+		PG_RETURN_BOOL(outcome == DIRECT_DONE);
+
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
-	args[2] = TimestampTzGetDatum(QueueTimeAfter(call.now, lease));
-	NoteJobDueAt(DatumGetTimestampTz(args[2]));	/* the lease may end sooner */
-
-	extended = RunAloneFindingJob(&call, &statements[PLAN_EXTEND], args, NULL, SPI_OK_UPDATE) == 1;
-
-	PG_RETURN_BOOL(extended);
+	args[2] = TimestampTzGetDatum(lease_end);
+	PG_RETURN_BOOL(RunAloneFindingJob(&call, &statements[PLAN_EXTEND], args, NULL,
+									  SPI_OK_UPDATE) == 1);
 }

@@ -88,22 +88,6 @@ typedef enum ClaimRange
 	RANGE_BELOW					/* the priorities below the position's */
 } ClaimRange;
 
-/* One partition searched: its claim index's scan and the next job it offers. */
-typedef struct PartitionSearch
-{
-	JobTable	table;
-	Relation	rel;
-	const PartitionShape *shape;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *found;		/* the row the scan is on */
-	bool		has_next;
-	JobOrder	next;			/* that row's place in claim order */
-	TupleTableSlot *locked;		/* the row as locked (LockAndClaim) */
-	TupleTableSlot *updated;	/* the new row */
-	PartitionWrite write;		/* begun at its first update */
-} PartitionSearch;
-
 /* What the whole claim works with. */
 typedef struct DirectClaim
 {
@@ -113,21 +97,10 @@ typedef struct DirectClaim
 	TimestampTz lease_end;
 	Oid			tokens;			/* the token sequence */
 	int			searched;
-	PartitionSearch partitions[3];
+	PartitionScan partitions[3];	/* each partition's claim index */
 	ClaimedJob *claimed;
 	int			count;
 } DirectClaim;
-
-/* Whether a comes before b in claim order (priority DESC, available_at, id). */
-bool
-JobOrderBefore(const JobOrder *a, const JobOrder *b)
-{
-	if (a->priority != b->priority)
-		return a->priority > b->priority;
-	if (a->available_at != b->available_at)
-		return a->available_at < b->available_at;
-	return a->id < b->id;
-}
 
 /* A column of the row in slot that is never NULL. */
 static Datum
@@ -180,7 +153,7 @@ Claimable(const DirectClaim *claim, TupleTableSlot *slot, const PartitionShape *
 
 /* Move search to the next claimable job of its range (has_next false at the end). */
 static void
-Advance(const DirectClaim *claim, PartitionSearch *search)
+Advance(const DirectClaim *claim, PartitionScan *search)
 {
 	search->has_next = false;
 	while (index_getnext_slot(search->scan, ForwardScanDirection, search->found))
@@ -195,7 +168,7 @@ Advance(const DirectClaim *claim, PartitionSearch *search)
 
 /* Start the scan of range in search's claim index. */
 static void
-BeginRange(DirectClaim *claim, PartitionSearch *search, ClaimRange range)
+BeginRange(DirectClaim *claim, PartitionScan *search, ClaimRange range)
 {
 	const ClaimRequest *request = claim->request;
 	Relation	index = search->index;
@@ -221,11 +194,7 @@ BeginRange(DirectClaim *claim, PartitionSearch *search, ClaimRange range)
 	else if (range == RANGE_BELOW)
 		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_PRIORITY, BTLessStrategyNumber, F_INT4LT,
 					Int32GetDatum(request->from.priority));
-	/* a scan keeps the number of keys it began with: a new one per range */
-	if (search->scan != NULL)
-		index_endscan(search->scan);
-	search->scan = index_beginscan(search->rel, index, claim->snapshot, nkeys, 0);
-	index_rescan(search->scan, keys, nkeys, NULL, 0);
+	StartPartitionScan(search, claim->snapshot, keys, nkeys);
 	Advance(claim, search);
 }
 
@@ -315,7 +284,7 @@ KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
 static TM_Result
 UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *failure)
 {
-	PartitionSearch *search = &claim->partitions[p];
+	PartitionScan *search = &claim->partitions[p];
 	TupleTableSlot *updated = claim->partitions[p].updated;
 	LockTupleMode lock_mode;
 	bool		update_indexes;
@@ -340,7 +309,7 @@ UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *fai
 static void
 LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 {
-	PartitionSearch *search = &claim->partitions[p];
+	PartitionScan *search = &claim->partitions[p];
 	TupleTableSlot *locked = claim->partitions[p].locked;
 	TM_FailureData failure;
 	TM_Result	result;
@@ -411,7 +380,7 @@ MayBeHeld(TupleTableSlot *found)
 static void
 TryClaim(DirectClaim *claim, int p)
 {
-	PartitionSearch *search = &claim->partitions[p];
+	PartitionScan *search = &claim->partitions[p];
 	ItemPointerData tid = search->found->tts_tid;
 	TM_FailureData failure;
 	TM_Result	result;
@@ -448,13 +417,8 @@ ClaimFromRange(DirectClaim *claim, ClaimRange range)
 		BeginRange(claim, &claim->partitions[p], range);
 	while (claim->count < claim->request->limit)
 	{
-		int			best = -1;
+		int			best = NextInOrder(claim->partitions, claim->searched);
 
-		for (int p = 0; p < claim->searched; p++)
-			if (claim->partitions[p].has_next &&
-				(best < 0 || JobOrderBefore(&claim->partitions[p].next,
-										 &claim->partitions[best].next)))
-				best = p;
 		if (best < 0)
 			return;
 		CHECK_FOR_INTERRUPTS();
@@ -469,7 +433,7 @@ OpenPartitions(DirectClaim *claim, JobTable *tables, Oid *relids)
 {
 	for (int p = 0; p < claim->searched; p++)
 	{
-		PartitionSearch *search = &claim->partitions[p];
+		PartitionScan *search = &claim->partitions[p];
 		Relation	rel = table_open(relids[p], RowExclusiveLock);
 		const PartitionShape *shape = ShapeOf(tables[p], rel);
 
@@ -480,31 +444,12 @@ OpenPartitions(DirectClaim *claim, JobTable *tables, Oid *relids)
 				table_close(claim->partitions[q].rel, NoLock);
 			return false;
 		}
-		memset(search, 0, sizeof(PartitionSearch));
+		memset(search, 0, sizeof(PartitionScan));
 		search->table = tables[p];
 		search->rel = rel;
 		search->shape = shape;
 	}
 	return true;
-}
-
-/* End the searches and updates and close the partitions (their locks stay). */
-static void
-ClosePartitions(DirectClaim *claim)
-{
-	for (int p = 0; p < claim->searched; p++)
-	{
-		PartitionSearch *search = &claim->partitions[p];
-
-		EndPartitionWrite(&search->write);
-		if (search->scan != NULL)
-			index_endscan(search->scan);
-		ExecDropSingleTupleTableSlot(search->found);
-		ExecDropSingleTupleTableSlot(search->locked);
-		ExecDropSingleTupleTableSlot(search->updated);
-		index_close(search->index, AccessShareLock);
-		table_close(search->rel, NoLock);
-	}
 }
 
 /*
@@ -550,15 +495,7 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 	claim.tokens = get_relname_relid("queue_job_tokens", call->schema);
 	claim.claimed = palloc(sizeof(ClaimedJob) * request->limit);
 	for (int p = 0; p < claim.searched; p++)
-	{
-		PartitionSearch *search = &claim.partitions[p];
-
-		search->index = index_open(search->shape->claim_index, AccessShareLock);
-		search->found = table_slot_create(search->rel, NULL);
-		search->locked = table_slot_create(search->rel, NULL);
-		search->updated = MakeSingleTupleTableSlot(RelationGetDescr(search->rel),
-												   &TTSOpsVirtual);
-	}
+		OpenPartitionScan(&claim.partitions[p], claim.partitions[p].shape->claim_index);
 
 	if (!request->from_position)
 		ClaimFromRange(&claim, RANGE_HEAD);
@@ -571,7 +508,7 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 			ClaimFromRange(&claim, RANGE_BELOW);
 	}
 
-	ClosePartitions(&claim);
+	ClosePartitionScans(claim.partitions, claim.searched);
 	EndStatementSnapshot(claim.snapshot);
 	*claimed = claim.claimed;
 	*count = claim.count;

@@ -57,16 +57,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* Whether the row in slot holds the claim with this token. */
-static bool
-HoldsToken(TupleTableSlot *slot, const PartitionShape *shape, int64 token)
-{
-	bool		isnull;
-	Datum		value = JobColumnValue(slot, shape, JOB_COL_TOKEN, &isnull);
-
-	return !isnull && DatumGetInt64(value) == token;
-}
-
 /* What the flow trigger (flow/flow.c) does when a completion deletes a row. */
 typedef enum CompletionFlow
 {
@@ -128,16 +118,6 @@ FlowAllowsDirect(TupleTableSlot *slot, const PartitionShape *shape, text **slot_
 	return false;
 }
 
-/* A partition a completion looks in, opened once for a call's jobs. */
-typedef struct CompletionPartition
-{
-	JobTable	table;
-	Relation	rel;
-	const PartitionShape *shape;
-	Relation	primary_key;
-	TupleTableSlot *slot;
-} CompletionPartition;
-
 /*
  * Find the row of job id in the partition by its primary key under
  * snapshot and delete it if it holds token (see the header).  *queue gets
@@ -145,28 +125,18 @@ typedef struct CompletionPartition
  * slot_key NULL: such a job takes the statement).
  */
 static DirectOutcome
-DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snapshot snapshot,
+DeleteFromPartition(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot,
 					text **queue, text **slot_key)
 {
 	Relation	rel = partition->rel;
-	IndexScanDesc scan;
-	ScanKeyData key;
 	TupleTableSlot *slot = partition->slot;
 	DirectOutcome outcome = DIRECT_NOT_FOUND;
 	ItemPointerData tid;
 	TM_FailureData failure;
 	TM_Result	result;
-	bool		found;
 	bool		isnull;
-	/* as the executor locks rows: following updates only under read committed */
-	uint8		lock_flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
 
-	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
-	scan = index_beginscan(rel, partition->primary_key, snapshot, 1, 0);
-	index_rescan(scan, &key, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	index_endscan(scan);
-	if (!found || !HoldsToken(slot, partition->shape, token))
+	if (!FindClaimedRow(partition, id, token, snapshot))
 		goto done;
 	if (!FlowAllowsDirect(slot, partition->shape, slot_key))
 	{
@@ -192,21 +162,9 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 
 	/* otherwise lock the newest version, waiting for a transaction that changes it */
 	tid = slot->tts_tid;
-	result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(true),
-							  LockTupleExclusive, LockWaitBlock, lock_flags, &failure);
-	if ((result == TM_Updated || result == TM_Deleted) && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update")));
-	if (result == TM_Deleted)
-		goto done;				/* finished by someone else meanwhile */
-	if (result != TM_Ok)
-	{
-		outcome = DIRECT_USE_STATEMENT; /* moved to another partition, or ours */
+	outcome = LockClaimedRow(partition, &tid, snapshot, token, LockTupleExclusive);
+	if (outcome != DIRECT_DONE)
 		goto done;
-	}
-	if (!HoldsToken(slot, partition->shape, token))
-		goto done;				/* claimed again meanwhile: another token */
 	if (!FlowAllowsDirect(slot, partition->shape, slot_key))
 	{
 		outcome = DIRECT_USE_STATEMENT;
@@ -219,50 +177,9 @@ DeleteFromPartition(CompletionPartition *partition, int64 id, int64 token, Snaps
 	if (result != TM_Ok)
 		elog(ERROR, "jobqueue: could not delete job " INT64_FORMAT " after locking it (%d)",
 			 id, (int) result);
-	outcome = DIRECT_DONE;
 done:
 	ExecClearTuple(slot);
 	return outcome;
-}
-
-/*
- * Open the three partitions (locked in ring.c's order, RowExclusiveLock
- * kept to the transaction's end) with their primary keys; false (nothing
- * left open) for a schema before 1.3 or a partition the direct way must
- * leave to the statement (see the header).
- */
-static bool
-OpenPartitions(const JqCall *call, CompletionPartition partitions[3])
-{
-	JobTable	tables[3];
-	Oid			relids[3];
-
-	if (JobPartitionsToSearch(call, tables, relids) != 3)
-		return false;
-	for (int i = 0; i < 3; i++)
-	{
-		Relation	rel = table_open(relids[i], RowExclusiveLock);
-		Oid			primary_key = RelationGetPrimaryKeyIndex(rel);
-
-		if (!PartitionWritableDirectly(call, rel, CMD_DELETE) ||
-			!OidIsValid(primary_key))
-		{
-			table_close(rel, NoLock);
-			for (int j = 0; j < i; j++)
-			{
-				index_close(partitions[j].primary_key, AccessShareLock);
-				ExecDropSingleTupleTableSlot(partitions[j].slot);
-				table_close(partitions[j].rel, NoLock);
-			}
-			return false;
-		}
-		partitions[i].table = tables[i];
-		partitions[i].rel = rel;
-		partitions[i].shape = ShapeOf(tables[i], rel);
-		partitions[i].primary_key = index_open(primary_key, AccessShareLock);
-		partitions[i].slot = table_slot_create(rel, NULL);
-	}
-	return true;
 }
 
 /*
@@ -283,12 +200,12 @@ bool
 DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
 				   DirectOutcome *outcomes, text **queues, text **slot_keys)
 {
-	CompletionPartition partitions[3];
+	ClaimedPartition partitions[3];
 	Snapshot	snapshot;
 	int64		last_deleted = 0;
 	bool		deleted_any = false;
 
-	if (!OpenPartitions(call, partitions))
+	if (!OpenClaimedPartitions(call, CMD_DELETE, partitions))
 		return false;
 	snapshot = BeginStatementSnapshot();
 	for (int j = 0; j < count; j++)
@@ -310,11 +227,6 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 		}
 	}
 	EndStatementSnapshot(snapshot);
-	for (int i = 0; i < 3; i++)
-	{
-		index_close(partitions[i].primary_key, AccessShareLock);
-		ExecDropSingleTupleTableSlot(partitions[i].slot);
-		table_close(partitions[i].rel, NoLock);
-	}
+	CloseClaimedPartitions(partitions, 3);
 	return true;
 }

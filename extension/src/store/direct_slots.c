@@ -242,22 +242,6 @@ LockKeySlotsDirectly(const JqCall *call, text *queue, text *key, int32 *running,
 	return DIRECT_DONE;
 }
 
-/* One partition searched for the key's waiting jobs, and its updates. */
-typedef struct WaitingSearch
-{
-	JobTable	table;
-	Relation	rel;
-	const PartitionShape *shape;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *found;		/* the row the scan is on */
-	bool		has_next;
-	JobOrder	next;			/* its order among the waiting: (priority, parked_run_at, id) */
-	TupleTableSlot *locked;
-	TupleTableSlot *admitted;	/* the new row */
-	PartitionWrite write;
-} WaitingSearch;
-
 /* Whether the row in slot still waits for a slot of key in queue. */
 static bool
 WaitsForKey(TupleTableSlot *slot, const PartitionShape *shape, text *queue, text *key)
@@ -275,7 +259,7 @@ WaitsForKey(TupleTableSlot *slot, const PartitionShape *shape, text *queue, text
 
 /* Move search to the next job waiting for the key (has_next false at the end). */
 static void
-NextWaiting(WaitingSearch *search, text *queue, text *key)
+NextWaiting(PartitionScan *search, text *queue, text *key)
 {
 	search->has_next = false;
 	while (index_getnext_slot(search->scan, ForwardScanDirection, search->found))
@@ -299,16 +283,16 @@ NextWaiting(WaitingSearch *search, text *queue, text *key)
 }
 
 /*
- * Build in search's "admitted" slot the row the admission makes of the
+ * Build in search's "updated" slot the row the admission makes of the
  * waiting job in "from": it holds a slot, due at its own run-at, ready if
  * that is by now; and note it in *job.
  */
 static void
-BuildAdmittedRow(const JqCall *call, WaitingSearch *search, TupleTableSlot *from,
+BuildAdmittedRow(const JqCall *call, PartitionScan *search, TupleTableSlot *from,
 				 AdmittedJob *job)
 {
 	const PartitionShape *shape = search->shape;
-	TupleTableSlot *admitted = search->admitted;
+	TupleTableSlot *admitted = search->updated;
 	bool		isnull;
 	TimestampTz run_at = DatumGetTimestampTz(JobColumnValue(from, shape, JOB_COL_PARKED_RUN_AT,
 															&isnull));
@@ -338,7 +322,7 @@ BuildAdmittedRow(const JqCall *call, WaitingSearch *search, TupleTableSlot *from
  * again.
  */
 static bool
-Admit(const JqCall *call, WaitingSearch *search, Snapshot snapshot, text *queue, text *key,
+Admit(const JqCall *call, PartitionScan *search, Snapshot snapshot, text *queue, text *key,
 	  AdmittedJob *job)
 {
 	ItemPointerData tid = search->found->tts_tid;
@@ -351,14 +335,14 @@ Admit(const JqCall *call, WaitingSearch *search, Snapshot snapshot, text *queue,
 		BeginPartitionWrite(&search->write, search->table, search->rel, snapshot, CMD_UPDATE);
 	BuildAdmittedRow(call, search, search->found, job);
 	if (search->rel->rd_att->constr != NULL)
-		ExecConstraints(search->write.result, search->admitted, search->write.estate);
-	result = table_tuple_update(search->rel, &tid, search->admitted, GetCurrentCommandId(true),
+		ExecConstraints(search->write.result, search->updated, search->write.estate);
+	result = table_tuple_update(search->rel, &tid, search->updated, GetCurrentCommandId(true),
 								snapshot, InvalidSnapshot, true, &failure, &lock_mode,
 								&update_indexes);
 	if (result == TM_Ok)
 	{
 		if (update_indexes && search->write.result->ri_NumIndices > 0)
-			list_free(ExecInsertIndexTuples(search->write.result, search->admitted,
+			list_free(ExecInsertIndexTuples(search->write.result, search->updated,
 											search->write.estate, true, false, NULL, NIL));
 		return true;
 	}
@@ -381,29 +365,9 @@ Admit(const JqCall *call, WaitingSearch *search, Snapshot snapshot, text *queue,
 	}
 	BuildAdmittedRow(call, search, search->locked, job);
 	ExecSimpleRelationUpdate(search->write.result, search->write.estate, NULL, search->locked,
-							 search->admitted);
+							 search->updated);
 	ExecClearTuple(search->locked);
 	return true;
-}
-
-/* Close the searches (their partitions' locks stay). */
-static void
-CloseSearches(WaitingSearch *searches, int count)
-{
-	for (int p = 0; p < count; p++)
-	{
-		EndPartitionWrite(&searches[p].write);
-		if (searches[p].scan != NULL)
-			index_endscan(searches[p].scan);
-		if (searches[p].index != NULL)
-		{
-			ExecDropSingleTupleTableSlot(searches[p].found);
-			ExecDropSingleTupleTableSlot(searches[p].locked);
-			ExecDropSingleTupleTableSlot(searches[p].admitted);
-			index_close(searches[p].index, AccessShareLock);
-		}
-		table_close(searches[p].rel, NoLock);
-	}
 }
 
 /*
@@ -417,7 +381,7 @@ DirectOutcome
 AdmitWaitingDirectly(const JqCall *call, text *queue, text *key, int count,
 					 AdmittedJob *admitted, int *admitted_count, bool *wants_wakeups)
 {
-	WaitingSearch searches[3];
+	PartitionScan searches[3];
 	JobTable	tables[3];
 	Oid			relids[3];
 	int			searched = ClaimSearchPartitions(call, tables, relids);
@@ -436,33 +400,25 @@ AdmitWaitingDirectly(const JqCall *call, text *queue, text *key, int count,
 		if (!searches[p].shape->admit_usable ||
 			!PartitionWritableDirectly(call, searches[p].rel, CMD_UPDATE))
 		{
-			CloseSearches(searches, p + 1);
+			ClosePartitionScans(searches, p + 1);
 			return DIRECT_USE_STATEMENT;
 		}
 	}
 	snapshot = BeginStatementSnapshot();
 	for (int p = 0; p < searched; p++)
 	{
-		WaitingSearch *search = &searches[p];
+		PartitionScan *search = &searches[p];
 		ScanKeyData keys[2];
 
-		search->index = index_open(search->shape->key_waiting_index, AccessShareLock);
-		search->found = table_slot_create(search->rel, NULL);
-		search->locked = table_slot_create(search->rel, NULL);
-		search->admitted = MakeSingleTupleTableSlot(RelationGetDescr(search->rel), &TTSOpsVirtual);
+		OpenPartitionScan(search, search->shape->key_waiting_index);
 		QueueAndKey(keys, search->index, queue, key);
-		search->scan = index_beginscan(search->rel, search->index, snapshot, 2, 0);
-		index_rescan(search->scan, keys, 2, NULL, 0);
+		StartPartitionScan(search, snapshot, keys, 2);
 		NextWaiting(search, queue, key);
 	}
 	while (*admitted_count < count)
 	{
-		int			best = -1;
+		int			best = NextInOrder(searches, searched);
 
-		for (int p = 0; p < searched; p++)
-			if (searches[p].has_next &&
-				(best < 0 || JobOrderBefore(&searches[p].next, &searches[best].next)))
-				best = p;
 		if (best < 0)
 			break;
 		CHECK_FOR_INTERRUPTS();
@@ -478,7 +434,7 @@ AdmitWaitingDirectly(const JqCall *call, text *queue, text *key, int count,
 		ReadQueueSettingsRow(call, queue, snapshot, &settings);
 		*wants_wakeups = settings.notify;
 	}
-	CloseSearches(searches, searched);
+	ClosePartitionScans(searches, searched);
 	EndStatementSnapshot(snapshot);
 	return DIRECT_DONE;
 }

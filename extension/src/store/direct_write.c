@@ -17,6 +17,9 @@
  */
 #include "store/store.h"
 
+#include "access/genam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
@@ -103,4 +106,69 @@ EndPartitionWrite(PartitionWrite *write)
 	ExecResetTupleTable(write->estate->es_tupleTable, false);
 	FreeExecutorState(write->estate);
 	write->estate = NULL;
+}
+
+/* Whether a comes before b in claim order (priority DESC, then time, then id). */
+bool
+JobOrderBefore(const JobOrder *a, const JobOrder *b)
+{
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	if (a->available_at != b->available_at)
+		return a->available_at < b->available_at;
+	return a->id < b->id;
+}
+
+/* Open index (of scan's partition, opened by the caller) and the scan's slots. */
+void
+OpenPartitionScan(PartitionScan *scan, Oid index)
+{
+	scan->index = index_open(index, AccessShareLock);
+	scan->found = table_slot_create(scan->rel, NULL);
+	scan->locked = table_slot_create(scan->rel, NULL);
+	scan->updated = MakeSingleTupleTableSlot(RelationGetDescr(scan->rel), &TTSOpsVirtual);
+}
+
+/* Scan the index anew from keys (a scan keeps the number of keys it began with). */
+void
+StartPartitionScan(PartitionScan *scan, Snapshot snapshot, ScanKey keys, int nkeys)
+{
+	if (scan->scan != NULL)
+		index_endscan(scan->scan);
+	scan->scan = index_beginscan(scan->rel, scan->index, snapshot, nkeys, 0);
+	index_rescan(scan->scan, keys, nkeys, NULL, 0);
+}
+
+/* The scan whose next row comes first (JobOrderBefore), or -1 when all are done. */
+int
+NextInOrder(const PartitionScan *scans, int count)
+{
+	int			best = -1;
+
+	for (int p = 0; p < count; p++)
+		if (scans[p].has_next && (best < 0 || JobOrderBefore(&scans[p].next, &scans[best].next)))
+			best = p;
+	return best;
+}
+
+/* End the scans and their writes and close their partitions (the locks stay). */
+void
+ClosePartitionScans(PartitionScan *scans, int count)
+{
+	for (int p = 0; p < count; p++)
+	{
+		PartitionScan *scan = &scans[p];
+
+		EndPartitionWrite(&scan->write);
+		if (scan->scan != NULL)
+			index_endscan(scan->scan);
+		if (scan->index != NULL)
+		{
+			ExecDropSingleTupleTableSlot(scan->found);
+			ExecDropSingleTupleTableSlot(scan->locked);
+			ExecDropSingleTupleTableSlot(scan->updated);
+			index_close(scan->index, AccessShareLock);
+		}
+		table_close(scan->rel, NoLock);
+	}
 }

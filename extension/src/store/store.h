@@ -16,6 +16,7 @@
 
 #include "exec/exec.h"
 
+#include "access/genam.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "utils/relcache.h"
@@ -224,6 +225,41 @@ typedef enum DirectOutcome
 	DIRECT_NOT_FOUND,			/* no row of the job holds the token */
 	DIRECT_USE_STATEMENT		/* nothing changed: run the statement */
 } DirectOutcome;
+/* store/claimed_row.c: a claimed job's row found by id and token, in each partition */
+typedef struct ClaimedPartition
+{
+	JobTable	table;
+	Relation	rel;
+	const PartitionShape *shape;
+	Relation	primary_key;
+	TupleTableSlot *slot;		/* the row found, or locked */
+	TupleTableSlot *updated;	/* a change's new version (direct_update.c), NULL until made */
+	PartitionWrite write;		/* begun at its first change */
+} ClaimedPartition;
+
+extern bool OpenClaimedPartitions(const JqCall *call, CmdType event,
+								  ClaimedPartition partitions[3]);
+extern void CloseClaimedPartitions(ClaimedPartition *partitions, int count);
+extern bool FindClaimedRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot);
+extern bool RowHoldsToken(ClaimedPartition *partition, int64 token);
+extern DirectOutcome LockClaimedRow(ClaimedPartition *partition, ItemPointer tid,
+									Snapshot snapshot, int64 token, LockTupleMode mode);
+
+/*
+ * store/direct_update.c: a claimed job changed by id and token.  decide
+ * sets the columns of the new version ("updated", a copy of "row") or
+ * returns false to leave the job to the statements.
+ */
+typedef struct ClaimedChange
+{
+	bool		(*decide) (TupleTableSlot *row, TupleTableSlot *updated,
+						   const PartitionShape *shape, void *arg);
+	void	   *arg;
+} ClaimedChange;
+
+extern DirectOutcome UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token,
+										   const ClaimedChange *change);
+
 extern bool DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids,
 							   const int64 *tokens, DirectOutcome *outcomes, text **queues,
 							   text **slot_keys);
@@ -241,6 +277,31 @@ typedef struct JobOrder
 	TimestampTz available_at;
 	int64		id;
 } JobOrder;
+
+/*
+ * store/direct_write.c: one partition's ordered index scan, merged with the
+ * other partitions' (a claim's, a key's waiting jobs), and its updates.
+ */
+typedef struct PartitionScan
+{
+	JobTable	table;
+	Relation	rel;
+	const PartitionShape *shape;
+	Relation	index;			/* NULL: not begun (OpenPartitionScan) */
+	IndexScanDesc scan;
+	TupleTableSlot *found;		/* the row the scan is on */
+	bool		has_next;
+	JobOrder	next;			/* that row's place in the merge's order */
+	TupleTableSlot *locked;		/* the row as locked */
+	TupleTableSlot *updated;	/* its new version */
+	PartitionWrite write;		/* begun at its first update */
+} PartitionScan;
+
+extern bool JobOrderBefore(const JobOrder *a, const JobOrder *b);
+extern void OpenPartitionScan(PartitionScan *scan, Oid index);
+extern void StartPartitionScan(PartitionScan *scan, Snapshot snapshot, ScanKey keys, int nkeys);
+extern int	NextInOrder(const PartitionScan *scans, int count);
+extern void ClosePartitionScans(PartitionScan *scans, int count);
 
 typedef enum ClaimedColumn
 {
@@ -277,7 +338,6 @@ typedef struct ClaimedJob
 	JobOrder	order;			/* where it was in claim order */
 } ClaimedJob;
 
-extern bool JobOrderBefore(const JobOrder *a, const JobOrder *b);
 extern DirectOutcome ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request,
 									   ClaimedJob **claimed, int *count);
 

@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * direct_update.c
+ *	  A claimed job changed by id and token without the executor (1.6):
+ *	  queue_extend's new lease, queue_release's next attempt.
+ *
+ * As statements (api/complete.c) an extend is an UPDATE of the job's row
+ * where id and token match, one partition at a time, and a release locks
+ * the row first (SELECT ... FOR UPDATE: its attempts decide between a
+ * retry and the failed table) and then updates it.  Their executors' start
+ * and end cost more than the one index probe and the one row update
+ * (docs/performance.md, "Where a call's time goes").  Here:
+ *
+ *   - the row is found by the partitions' primary keys under a
+ *     statement's snapshot and its token checked (claimed_row.c);
+ *   - the caller's ClaimedChange decides from the row what its new version
+ *     is (or that it leaves the job to the statements: a release on the
+ *     last attempt goes to the failed table there);
+ *   - the row is updated at once if nobody holds or changed it since the
+ *     snapshot (one WAL record; the decision was made on that very
+ *     version), else locked as the statement's re-check locks it, its
+ *     token checked again, the decision made again on the locked version,
+ *     and updated;
+ *   - the update is logical replication's apply's (constraints, every
+ *     index, WAL, statistics); neither column of the partition key changes.
+ *
+ * The direct way steps aside (DIRECT_USE_STATEMENT, nothing done) for a
+ * schema before 1.3, a partition with an UPDATE trigger of the user's,
+ * rules, forced row-level security or a stored generated column, and a
+ * row a concurrent update moved to another partition.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "store/store.h"
+
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/executor.h"
+#include "utils/rel.h"
+
+/*
+ * Build the row's new version in the partition's "updated" slot from the
+ * row in its slot (the change decides the columns it sets); false if the
+ * change leaves the job to the statements.
+ */
+static bool
+BuildChangedRow(ClaimedPartition *partition, const ClaimedChange *change)
+{
+	TupleTableSlot *from = partition->slot;
+	TupleTableSlot *updated = partition->updated;
+	const PartitionShape *shape = partition->shape;
+
+	slot_getallattrs(from);
+	ExecClearTuple(updated);
+	memcpy(updated->tts_values, from->tts_values, sizeof(Datum) * shape->natts);
+	memcpy(updated->tts_isnull, from->tts_isnull, sizeof(bool) * shape->natts);
+	if (!change->decide(from, updated, shape, change->arg))
+	{
+		ExecClearTuple(updated);
+		return false;
+	}
+	ExecStoreVirtualTuple(updated);
+	return true;
+}
+
+/* Change the claimed row found in partition (see the header). */
+static DirectOutcome
+ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
+				  const ClaimedChange *change)
+{
+	Relation	rel = partition->rel;
+	ItemPointerData tid = partition->slot->tts_tid;
+	TM_FailureData failure;
+	LockTupleMode lock_mode;
+	bool		update_indexes;
+	TM_Result	result;
+	DirectOutcome outcome;
+
+	if (partition->write.estate == NULL)
+	{
+		BeginPartitionWrite(&partition->write, partition->table, rel, snapshot, CMD_UPDATE);
+		partition->updated = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	}
+	if (!BuildChangedRow(partition, change))
+		return DIRECT_USE_STATEMENT;
+	if (rel->rd_att->constr != NULL)
+		ExecConstraints(partition->write.result, partition->updated, partition->write.estate);
+	result = table_tuple_update(rel, &tid, partition->updated, GetCurrentCommandId(true),
+								snapshot, InvalidSnapshot, false, &failure, &lock_mode,
+								&update_indexes);
+	if (result == TM_Ok)
+	{
+		if (update_indexes && partition->write.result->ri_NumIndices > 0)
+			list_free(ExecInsertIndexTuples(partition->write.result, partition->updated,
+											partition->write.estate, true, false, NULL, NIL));
+		return DIRECT_DONE;
+	}
+
+	/* held or changed since the snapshot: lock the newest version, look again */
+	tid = partition->slot->tts_tid;
+	outcome = LockClaimedRow(partition, &tid, snapshot, token, LockTupleNoKeyExclusive);
+	if (outcome != DIRECT_DONE)
+		return outcome;
+	if (!BuildChangedRow(partition, change))
+		return DIRECT_USE_STATEMENT;
+	ExecSimpleRelationUpdate(partition->write.result, partition->write.estate, NULL,
+							 partition->slot, partition->updated);
+	return DIRECT_DONE;
+}
+
+/*
+ * Change the claimed job (id, token) as change decides (see the header):
+ * DIRECT_DONE, DIRECT_NOT_FOUND (no row of the job holds the token: the
+ * statement would have changed nothing) or DIRECT_USE_STATEMENT (nothing
+ * done: the caller runs the statements).
+ */
+DirectOutcome
+UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token, const ClaimedChange *change)
+{
+	ClaimedPartition partitions[3];
+	Snapshot	snapshot;
+	DirectOutcome outcome = DIRECT_NOT_FOUND;
+
+	if (!OpenClaimedPartitions(call, CMD_UPDATE, partitions))
+		return DIRECT_USE_STATEMENT;
+	for (int i = 0; i < 3; i++)
+	{
+		/* an update computes no stored generated column */
+		if (!partitions[i].shape->claim_usable)
+		{
+			CloseClaimedPartitions(partitions, 3);
+			return DIRECT_USE_STATEMENT;
+		}
+	}
+	snapshot = BeginStatementSnapshot();
+	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
+	{
+		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
+			continue;
+		outcome = ChangeInPartition(&partitions[i], token, snapshot, change);
+		if (outcome == DIRECT_DONE)
+			NoteJobFoundIn(partitions[i].table);
+		ExecClearTuple(partitions[i].slot);
+	}
+	EndStatementSnapshot(snapshot);
+	CloseClaimedPartitions(partitions, 3);
+	return outcome;
+}

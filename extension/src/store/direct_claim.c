@@ -270,38 +270,6 @@ KeepClaimed(DirectClaim *claim, int p, TupleTableSlot *from)
 }
 
 /*
- * Update the version at tid to the partition's new row if nobody holds or
- * changed it, without waiting and without locking it first: the row's
- * update is then its only WAL record (a lock is one more).  What the
- * logical replication apply's update checks, with the partition's
- * constraints and its indexes; the partition has no UPDATE trigger
- * (OpenPartitions) and no stored generated column (ShapeOf), and the claim
- * changes neither column of the partition key (the ring, the unique key):
- * the row stays within the bound it was found in, which the apply's update
- * would plan a check of.  Otherwise the result says why (TM_BeingModified:
- * held by a transaction, this one included).
- */
-static TM_Result
-UpdateUnlessHeld(DirectClaim *claim, int p, ItemPointer tid, TM_FailureData *failure)
-{
-	PartitionScan *search = &claim->partitions[p];
-	TupleTableSlot *updated = claim->partitions[p].updated;
-	LockTupleMode lock_mode;
-	bool		update_indexes;
-	TM_Result	result;
-
-	if (search->rel->rd_att->constr != NULL)
-		ExecConstraints(search->write.result, updated, search->write.estate);
-	result = table_tuple_update(search->rel, tid, updated, GetCurrentCommandId(true),
-								claim->snapshot, InvalidSnapshot, false, failure, &lock_mode,
-								&update_indexes);
-	if (result == TM_Ok && update_indexes && search->write.result->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(search->write.result, updated, search->write.estate, true, false,
-										NULL, NIL));
-	return result;
-}
-
-/*
  * Lock the job at tid as FOR UPDATE SKIP LOCKED does, and claim it if its
  * locked version may still be claimed: the way of a job another
  * transaction holds or changed since the snapshot.
@@ -382,7 +350,6 @@ TryClaim(DirectClaim *claim, int p)
 {
 	PartitionScan *search = &claim->partitions[p];
 	ItemPointerData tid = search->found->tts_tid;
-	TM_FailureData failure;
 	TM_Result	result;
 
 	if (search->write.estate == NULL)
@@ -394,7 +361,13 @@ TryClaim(DirectClaim *claim, int p)
 		return;
 	}
 	BuildClaimedRow(claim, p, search->found);
-	result = UpdateUnlessHeld(claim, p, &tid, &failure);
+	/*
+	 * Nobody holds or changed it since the snapshot, most likely: updated
+	 * without waiting and without a lock first, the update its only WAL
+	 * record (a lock is one more).
+	 */
+	result = UpdatePartitionRow(&search->write, search->rel, &tid, search->updated,
+								claim->snapshot, false);
 	if (result == TM_Ok)
 	{
 		KeepClaimed(claim, p, search->found);

@@ -326,26 +326,14 @@ Admit(const JqCall *call, PartitionScan *search, Snapshot snapshot, text *queue,
 	  AdmittedJob *job)
 {
 	ItemPointerData tid = search->found->tts_tid;
-	TM_FailureData failure;
-	LockTupleMode lock_mode;
-	bool		update_indexes;
 	TM_Result	result;
 
 	if (search->write.estate == NULL)
 		BeginPartitionWrite(&search->write, search->table, search->rel, snapshot, CMD_UPDATE);
 	BuildAdmittedRow(call, search, search->found, job);
-	if (search->rel->rd_att->constr != NULL)
-		ExecConstraints(search->write.result, search->updated, search->write.estate);
-	result = table_tuple_update(search->rel, &tid, search->updated, GetCurrentCommandId(true),
-								snapshot, InvalidSnapshot, true, &failure, &lock_mode,
-								&update_indexes);
+	result = UpdatePartitionRow(&search->write, search->rel, &tid, search->updated, snapshot, true);
 	if (result == TM_Ok)
-	{
-		if (update_indexes && search->write.result->ri_NumIndices > 0)
-			list_free(ExecInsertIndexTuples(search->write.result, search->updated,
-											search->write.estate, true, false, NULL, NIL));
 		return true;
-	}
 	if (result == TM_SelfModified)
 		return false;			/* changed by this command already */
 	if (result != TM_Updated && result != TM_Deleted)

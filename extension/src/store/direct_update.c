@@ -70,10 +70,6 @@ ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
 {
 	Relation	rel = partition->rel;
 	ItemPointerData tid = partition->slot->tts_tid;
-	TM_FailureData failure;
-	LockTupleMode lock_mode;
-	bool		update_indexes;
-	TM_Result	result;
 	DirectOutcome outcome;
 
 	if (partition->write.estate == NULL)
@@ -83,18 +79,9 @@ ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
 	}
 	if (!BuildChangedRow(partition, change))
 		return DIRECT_USE_STATEMENT;
-	if (rel->rd_att->constr != NULL)
-		ExecConstraints(partition->write.result, partition->updated, partition->write.estate);
-	result = table_tuple_update(rel, &tid, partition->updated, GetCurrentCommandId(true),
-								snapshot, InvalidSnapshot, false, &failure, &lock_mode,
-								&update_indexes);
-	if (result == TM_Ok)
-	{
-		if (update_indexes && partition->write.result->ri_NumIndices > 0)
-			list_free(ExecInsertIndexTuples(partition->write.result, partition->updated,
-											partition->write.estate, true, false, NULL, NIL));
+	if (UpdatePartitionRow(&partition->write, rel, &tid, partition->updated, snapshot,
+						   false) == TM_Ok)
 		return DIRECT_DONE;
-	}
 
 	/* held or changed since the snapshot: lock the newest version, look again */
 	tid = partition->slot->tts_tid;

@@ -96,6 +96,37 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 		CheckCmdReplicaIdentity(rel, event);
 }
 
+/*
+ * Update the version at tid of write's partition rel to the row in
+ * "updated" under snapshot, as logical replication's apply updates a row:
+ * the partition's constraints, the heap update (its WAL record), the new
+ * version's index entries.  Without its check of the partition bound: the
+ * direct updates change neither column of the partition key (the ring,
+ * the unique key), so the row stays within the bound it was found in; and
+ * their partitions have no UPDATE trigger of the user's and no stored
+ * generated column (the callers check).  With wait false a version another
+ * transaction holds is not waited for: the result says so (TM_BeingModified,
+ * this transaction's own lock included), and nothing is written.
+ */
+TM_Result
+UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid, TupleTableSlot *updated,
+				   Snapshot snapshot, bool wait)
+{
+	TM_FailureData failure;
+	LockTupleMode lock_mode;
+	bool		update_indexes;
+	TM_Result	result;
+
+	if (rel->rd_att->constr != NULL)
+		ExecConstraints(write->result, updated, write->estate);
+	result = table_tuple_update(rel, tid, updated, GetCurrentCommandId(true), snapshot,
+								InvalidSnapshot, wait, &failure, &lock_mode, &update_indexes);
+	if (result == TM_Ok && update_indexes && write->result->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(write->result, updated, write->estate, true, false,
+										NULL, NIL));
+	return result;
+}
+
 /* Close what BeginPartitionWrite opened (nothing to do if it did not). */
 void
 EndPartitionWrite(PartitionWrite *write)

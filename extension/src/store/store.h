@@ -17,6 +17,7 @@
 #include "exec/exec.h"
 
 #include "access/genam.h"
+#include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "utils/relcache.h"
@@ -216,6 +217,8 @@ extern Snapshot BeginStatementSnapshot(void);
 extern void EndStatementSnapshot(Snapshot snapshot);
 extern void BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel,
 								Snapshot snapshot, CmdType event);
+extern TM_Result UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid,
+									TupleTableSlot *updated, Snapshot snapshot, bool wait);
 extern void EndPartitionWrite(PartitionWrite *write);
 
 /* store/direct_delete.c: completions without the executor */

@@ -394,5 +394,61 @@ SELECT count(*) AS changed_each_way,
                                s.failed_with)) AS the_same
   FROM direct_changes d FULL JOIN stmt_changes s USING (name);
 
+--------------------------------------------------------------------------
+-- a failure moves the job to the failed table without the executor (1.6,
+-- store/direct_delete.c) and writes the row its statement writes: the
+-- worker's error, else the last one recorded, else the default text; the
+-- statements are made to run by a trigger of the user's on DELETE, which
+-- fires once per failure
+--------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.fail_all(q text) RETURNS TABLE (name text, failed boolean, stale_failed boolean,
+    left_in_jobs bigint, error text, attempts int, max_attempts int, priority int, payload jsonb,
+    same_id boolean, created_kept boolean, failed_now boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    c queue_job;
+    ok boolean;
+    stale boolean;
+    created timestamptz;
+BEGIN
+    PERFORM queue_push('given', '{"k": 1}', q, priority => 4, max_attempts => 5);
+    PERFORM queue_push('recorded', '{"k": 2}', q, priority => 5);
+    PERFORM queue_push('none', '{"k": 3}', q, priority => 2);
+    -- 'recorded' fails on its second attempt, with the first attempt's error kept
+    SELECT * INTO c FROM queue_reserve(ARRAY[q], '1 minute', 'w', 1);
+    PERFORM queue_release(c.id, c.token, '0', 'first attempt failed');
+    FOR c IN SELECT * FROM queue_reserve(ARRAY[q], '1 minute', 'w', 10) LOOP
+        SELECT j.created_at INTO created FROM queue_jobs j WHERE j.id = c.id;
+        stale := queue_fail(c.id, c.token + 1000, 'stale');
+        ok := queue_fail(c.id, c.token, CASE c.name WHEN 'given' THEN 'it broke' ELSE '' END);
+        RETURN QUERY
+        SELECT c.name, ok, stale, (SELECT count(*) FROM queue_jobs j WHERE j.id = c.id),
+               f.error, f.attempts, f.max_attempts, f.priority, f.payload, f.id = c.id AND f.job_id = c.id,
+               f.created_at = created, f.failed_at > pg_temp.qnow() - interval '1 minute'
+        FROM queue_failed_jobs f WHERE f.job_id = c.id;
+    END LOOP;
+END $$;
+
+CREATE TEMP TABLE direct_failures AS SELECT * FROM pg_temp.fail_all('fdirect');
+SELECT * FROM direct_failures ORDER BY name;
+
+CREATE TABLE pg_temp.fail_log (name text);
+CREATE FUNCTION pg_temp.log_fail() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN INSERT INTO pg_temp.fail_log VALUES (OLD.name); RETURN OLD; END$$;
+CREATE TRIGGER regress_jq_log_fail AFTER DELETE ON queue_jobs
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.log_fail();
+CREATE TEMP TABLE stmt_failures AS SELECT * FROM pg_temp.fail_all('fstmt');
+DROP TRIGGER regress_jq_log_fail ON queue_jobs;
+SELECT string_agg(name, ' ' ORDER BY name) AS deleted_by_statement FROM pg_temp.fail_log;
+SELECT count(*) AS failed_each_way,
+       count(*) FILTER (WHERE (d.failed, d.stale_failed, d.left_in_jobs, d.error, d.attempts,
+                               d.max_attempts, d.priority, d.payload, d.same_id, d.created_kept,
+                               d.failed_now)
+                        IS NOT DISTINCT FROM
+                              (s.failed, s.stale_failed, s.left_in_jobs, s.error, s.attempts,
+                               s.max_attempts, s.priority, s.payload, s.same_id, s.created_kept,
+                               s.failed_now)) AS the_same
+  FROM direct_failures d FULL JOIN stmt_failures s USING (name);
+
 -- clean up
 TRUNCATE queue_jobs, queue_failed_jobs;

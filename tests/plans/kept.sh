@@ -9,7 +9,7 @@
 # job partition sequentially, use a bitmap or sort.  A plain claim runs no
 # search or UPDATE at all (the direct claim); a rate-limited one does; a
 # keyed completion plans neither its DELETE nor the hand-over of its slot;
-# a release and an extend plan no UPDATE.
+# a release and an extend plan no UPDATE, a failure no DELETE or INSERT.
 #
 # Runs against the cluster of the PG* environment; about 2 s.
 set -euo pipefail
@@ -83,6 +83,14 @@ state=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT string_agg(name || ':' || read
 check "a release and an extend plan no UPDATE and no lock, and change the job" \
     bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (UPDATE|SELECT attempts)" <<< "$1" &&
              grep -qE "^ *t$" <<< "$1" && [[ $2 == "e:false:false r:true:true" ]]' _ "$changes" "$state"
+# A failure moves the job to the failed table without the executor too
+# (store/direct_delete.c): neither the DELETE nor the INSERT is planned.
+failure=$(explained "SELECT queue_push('f', '{}', 'fq');
+SELECT bool_and(queue_fail(id, token, 'broken')) AS failed FROM queue_reserve('{fq}');")
+failed_row=$(psql -X -At -v ON_ERROR_STOP=1 -c "SELECT name || ':' || error FROM queue_failed_jobs WHERE queue = 'fq'")
+check "a failure plans no DELETE and no INSERT, and moves the job" \
+    bash -c '! grep -qE "Query Text: /\* jobqueue hot path \*/ (WITH moved|DELETE|INSERT INTO [a-z_.]*queue_failed_jobs)" <<< "$1" &&
+             grep -qE "^ *t$" <<< "$1" && [[ $2 == "f:broken" ]]' _ "$failure" "$failed_row"
 plans="$plain
 $limited"
 hot=$(grep -c 'Query Text: /\* jobqueue hot path \*/' <<< "$plans" || true)

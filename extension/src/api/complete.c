@@ -72,7 +72,7 @@ static JqStatement statements[NUM_COMPLETE_STATEMENTS] = {
 			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
 			"  CASE WHEN $3 <> '' THEN $3"
 			"   WHEN last_error <> '' THEN last_error"
-			"   ELSE 'failed by the worker (no error given)' END,"
+			"   ELSE '" FAILED_WITHOUT_ERROR "' END,"
 			"  $4, created_at FROM moved"
 			" RETURNING id, queue",
 			4, {INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID},
@@ -102,15 +102,29 @@ enum
 };
 
 /*
- * Move the claimed job (id, token) to the failed table in one statement.
- * Returns false when the token is not the current claim's.  Must be called
- * between SPI_connect and SPI_finish.
+ * Move the claimed job (id, token) to the failed table: without the
+ * executor where it may, else in one statement.  Returns false when the
+ * token is not the current claim's.  Must be called between SPI_connect
+ * and SPI_finish.
  */
 bool
 MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
 {
 	Datum		args[4];
 	JobTable	found;
+	text	   *queue;
+
+	/* without the statement where it may (store/direct_delete.c) */
+	switch (FailJobDirectly(call, id, token, error, call->now, &queue))
+	{
+		case DIRECT_DONE:
+			CountJobs(queue, JOB_FAILED, 1);
+			return true;
+		case DIRECT_NOT_FOUND:
+			return false;
+		case DIRECT_USE_STATEMENT:
+			break;
+	}
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * direct_delete.c
- *	  Completions (queue_delete, queue_delete_many) without the executor.
+ *	  Completions (queue_delete, queue_delete_many) and failures
+ *	  (queue_fail, a release on the last attempt) without the executor.
  *
  * queue_delete is half of every job's life (a claim, then a completion),
  * and as a statement (DELETE ... WHERE id = $1 AND token = $2) most of its
@@ -33,6 +34,13 @@
  *     identity: checked as the executor checks it (an error, as there);
  *   - a row that a concurrent update moved to another partition (which the
  *     statement reports as an error) takes the statement too.
+ * A failure is the same delete, and the job's row in queue_failed_jobs
+ * inserted from the version deleted, as the failure's one statement (a
+ * DELETE ... RETURNING feeding an INSERT) writes it.  Only for a job
+ * without a concurrency key and without children: for those the flow
+ * trigger keeps the key in the failed row and fails the children, so the
+ * statement runs; so it does for a failed table with a trigger of the
+ * user's on INSERT, rules or forced row-level security.
  * The locks: ACCESS SHARE on every partition (ring.c), as the statement
  * takes it, and ROW EXCLUSIVE on each of the three (the statement takes it
  * on those it looked in), the row's own lock.  A batch (queue_delete_many)
@@ -118,15 +126,29 @@ FlowAllowsDirect(TupleTableSlot *slot, const PartitionShape *shape, text **slot_
 	return false;
 }
 
+/* A failure's row of queue_failed_jobs, built from the job's version deleted. */
+typedef struct FailedRow
+{
+	Relation	rel;
+	TupleTableSlot *slot;		/* virtual, its values its own once built */
+	AttrNumber	attnum[NUM_FAILED_COLUMNS];
+	text	   *error;			/* the worker's ('' : none given) */
+	TimestampTz failed_at;
+} FailedRow;
+
+static bool BuildFailedRow(FailedRow *failed, TupleTableSlot *job, const PartitionShape *shape);
+
 /*
  * Find the row of job id in the partition by its primary key under
  * snapshot and delete it if it holds token (see the header).  *queue gets
  * its queue when deleted, *slot_key the key whose slot it held (NULL: none;
- * slot_key NULL: such a job takes the statement).
+ * slot_key NULL: such a job takes the statement).  With failed, the job's
+ * failed row is built from the version deleted (a job it cannot be built
+ * for takes the statement).
  */
 static DirectOutcome
 DeleteFromPartition(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot,
-					text **queue, text **slot_key)
+					text **queue, text **slot_key, FailedRow *failed)
 {
 	Relation	rel = partition->rel;
 	TupleTableSlot *slot = partition->slot;
@@ -138,7 +160,8 @@ DeleteFromPartition(ClaimedPartition *partition, int64 id, int64 token, Snapshot
 
 	if (!FindClaimedRow(partition, id, token, snapshot))
 		goto done;
-	if (!FlowAllowsDirect(slot, partition->shape, slot_key))
+	if (!FlowAllowsDirect(slot, partition->shape, slot_key) ||
+		(failed != NULL && !BuildFailedRow(failed, slot, partition->shape)))
 	{
 		outcome = DIRECT_USE_STATEMENT;
 		goto done;
@@ -165,7 +188,8 @@ DeleteFromPartition(ClaimedPartition *partition, int64 id, int64 token, Snapshot
 	outcome = LockClaimedRow(partition, &tid, snapshot, token, LockTupleExclusive);
 	if (outcome != DIRECT_DONE)
 		goto done;
-	if (!FlowAllowsDirect(slot, partition->shape, slot_key))
+	if (!FlowAllowsDirect(slot, partition->shape, slot_key) ||
+		(failed != NULL && !BuildFailedRow(failed, slot, partition->shape)))
 	{
 		outcome = DIRECT_USE_STATEMENT;
 		goto done;
@@ -217,7 +241,7 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 		for (int i = 0; i < 3 && outcomes[j] == DIRECT_NOT_FOUND; i++)
 		{
 			outcomes[j] = DeleteFromPartition(&partitions[i], ids[j], tokens[j], snapshot,
-											  &queues[j], &slot_keys[j]);
+											  &queues[j], &slot_keys[j], NULL);
 			if (outcomes[j] == DIRECT_DONE)
 			{
 				NoteJobFoundIn(partitions[i].table);
@@ -229,4 +253,161 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 	EndStatementSnapshot(snapshot);
 	CloseClaimedPartitions(partitions, 3);
 	return true;
+}
+
+/* The columns of queue_failed_jobs a failure writes, by name (FailedColumn's order). */
+static const char *const failed_column_names[NUM_FAILED_COLUMNS] = {
+	"id", "job_id", "queue", "name", "payload", "priority", "attempts", "max_attempts",
+	"error", "failed_at", "created_at"
+};
+
+/* The job's column each failed column copies (NUM_JOB_COLUMNS: made by the failure). */
+static const JobColumn failed_from_job[NUM_FAILED_COLUMNS] = {
+	[FAILED_ID] = JOB_COL_ID,
+	[FAILED_JOB_ID] = JOB_COL_ID,
+	[FAILED_QUEUE] = JOB_COL_QUEUE,
+	[FAILED_NAME] = JOB_COL_NAME,
+	[FAILED_PAYLOAD] = JOB_COL_PAYLOAD,
+	[FAILED_PRIORITY] = JOB_COL_PRIORITY,
+	[FAILED_ATTEMPTS] = JOB_COL_ATTEMPTS,
+	[FAILED_MAX_ATTEMPTS] = JOB_COL_MAX_ATTEMPTS,
+	[FAILED_ERROR] = NUM_JOB_COLUMNS,
+	[FAILED_FAILED_AT] = NUM_JOB_COLUMNS,
+	[FAILED_CREATED_AT] = JOB_COL_CREATED_AT,
+};
+
+/*
+ * Build the failed row of the job in "job" (see the header): false for a
+ * job with a concurrency key or children (the statement and the flow
+ * trigger then fail it).  The error is the worker's, else the job's last
+ * recorded one, else says none was given (complete.c's statement says the
+ * same in SQL).
+ */
+static bool
+BuildFailedRow(FailedRow *failed, TupleTableSlot *job, const PartitionShape *shape)
+{
+	TupleTableSlot *row = failed->slot;
+	bool		isnull;
+	Datum		value;
+
+	if (shape->attnum[JOB_COL_CONCURRENCY_KEY] > 0)	/* 1.5 on: flow control's columns */
+	{
+		(void) JobColumnValue(job, shape, JOB_COL_CONCURRENCY_KEY, &isnull);
+		if (!isnull)
+			return false;
+		value = JobColumnValue(job, shape, JOB_COL_HAS_CHILDREN, &isnull);
+		if (!isnull && DatumGetBool(value))
+			return false;
+	}
+	ExecClearTuple(row);
+	memset(row->tts_isnull, true, sizeof(bool) * row->tts_tupleDescriptor->natts);
+	for (int c = 0; c < NUM_FAILED_COLUMNS; c++)
+	{
+		AttrNumber	a = failed->attnum[c] - 1;
+
+		if (failed_from_job[c] != NUM_JOB_COLUMNS)
+			row->tts_values[a] = JobColumnValue(job, shape, failed_from_job[c],
+												&row->tts_isnull[a]);
+	}
+	if (VARSIZE_ANY_EXHDR(failed->error) > 0)
+		value = PointerGetDatum(failed->error);
+	else
+	{
+		value = JobColumnValue(job, shape, JOB_COL_LAST_ERROR, &isnull);
+		if (isnull || VARSIZE_ANY_EXHDR(DatumGetTextPP(value)) == 0)
+			value = CStringGetTextDatum(FAILED_WITHOUT_ERROR);
+	}
+	row->tts_values[failed->attnum[FAILED_ERROR] - 1] = value;
+	row->tts_isnull[failed->attnum[FAILED_ERROR] - 1] = false;
+	row->tts_values[failed->attnum[FAILED_FAILED_AT] - 1] = TimestampTzGetDatum(failed->failed_at);
+	row->tts_isnull[failed->attnum[FAILED_FAILED_AT] - 1] = false;
+	ExecStoreVirtualTuple(row);
+	/* its own copy: the job's version goes with the delete */
+	ExecMaterializeSlot(row);
+	return true;
+}
+
+/*
+ * Open queue_failed_jobs for a failure's insert: false (closed again) if
+ * the direct way must leave it to the statement (see the header).
+ */
+static bool
+OpenFailedTable(const JqCall *call, FailedRow *failed)
+{
+	Oid			relid = get_relname_relid("queue_failed_jobs", call->schema);
+
+	if (!OidIsValid(relid))
+		return false;
+	failed->rel = table_open(relid, RowExclusiveLock);
+	for (int c = 0; c < NUM_FAILED_COLUMNS; c++)
+		failed->attnum[c] = SPI_fnumber(RelationGetDescr(failed->rel), failed_column_names[c]);
+	for (int c = 0; c < NUM_FAILED_COLUMNS; c++)
+		if (failed->attnum[c] <= 0)
+		{
+			table_close(failed->rel, NoLock);
+			return false;
+		}
+	if (!PartitionWritableDirectly(call, failed->rel, CMD_INSERT) ||
+		(failed->rel->rd_att->constr != NULL && failed->rel->rd_att->constr->has_generated_stored))
+	{
+		table_close(failed->rel, NoLock);
+		return false;
+	}
+	failed->slot = MakeSingleTupleTableSlot(RelationGetDescr(failed->rel), &TTSOpsVirtual);
+	return true;
+}
+
+/* Insert the failed row built (constraints, the primary key's uniqueness, every index). */
+static void
+InsertFailedRow(FailedRow *failed, Snapshot snapshot)
+{
+	PartitionWrite write = {0};
+
+	BeginPartitionWrite(&write, JOBS_ALL, failed->rel, snapshot, CMD_INSERT);
+	if (failed->rel->rd_att->constr != NULL)
+		ExecConstraints(write.result, failed->slot, write.estate);
+	table_tuple_insert(failed->rel, failed->slot, write.estate->es_output_cid, 0, NULL);
+	if (write.result->ri_NumIndices > 0)
+		list_free(ExecInsertIndexTuples(write.result, failed->slot, write.estate, false, false,
+										NULL, NIL));
+	EndPartitionWrite(&write);
+}
+
+/*
+ * Move the claimed job (id, token) to queue_failed_jobs with error (''
+ * for none) at failed_at, as the failure's statement does (see the
+ * header): DIRECT_DONE (its queue in *queue), DIRECT_NOT_FOUND (no row of
+ * the job holds the token) or DIRECT_USE_STATEMENT (nothing done).
+ */
+DirectOutcome
+FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error, TimestampTz failed_at,
+				text **queue)
+{
+	ClaimedPartition partitions[3];
+	FailedRow	failed = {.error = error, .failed_at = failed_at};
+	Snapshot	snapshot;
+	DirectOutcome outcome = DIRECT_NOT_FOUND;
+
+	if (!OpenClaimedPartitions(call, CMD_DELETE, partitions))
+		return DIRECT_USE_STATEMENT;
+	if (!OpenFailedTable(call, &failed))
+	{
+		CloseClaimedPartitions(partitions, 3);
+		return DIRECT_USE_STATEMENT;
+	}
+	snapshot = BeginStatementSnapshot();
+	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
+	{
+		outcome = DeleteFromPartition(&partitions[i], id, token, snapshot, queue, NULL, &failed);
+		if (outcome == DIRECT_DONE)
+		{
+			NoteJobFoundIn(partitions[i].table);
+			InsertFailedRow(&failed, snapshot);
+		}
+	}
+	EndStatementSnapshot(snapshot);
+	ExecDropSingleTupleTableSlot(failed.slot);
+	table_close(failed.rel, NoLock);
+	CloseClaimedPartitions(partitions, 3);
+	return outcome;
 }

@@ -69,7 +69,8 @@ EndStatementSnapshot(Snapshot snapshot)
 
 /*
  * The executor state for event's rows (CMD_INSERT or CMD_UPDATE) in rel,
- * the partition of job table "table", under snapshot: its indexes open
+ * the partition of job table "table" (JOBS_ALL: another of the extension's
+ * tables, queue_failed_jobs), under snapshot: its indexes open
  * with the kept predicates, and (an update) the replica identity a
  * publication of the partition's updates needs checked as the executor
  * checks it.
@@ -91,7 +92,8 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 	write->estate->es_output_cid = GetCurrentCommandId(true);
 	write->estate->es_snapshot = snapshot;
 	ExecOpenIndices(write->result, false);
-	KeepIndexPredicates(table, write->result);
+	if (table != JOBS_ALL)
+		KeepIndexPredicates(table, write->result);
 	if (event != CMD_INSERT)
 		CheckCmdReplicaIdentity(rel, event);
 }

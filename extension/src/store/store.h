@@ -263,6 +263,20 @@ typedef struct ClaimedChange
 extern DirectOutcome UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token,
 										   const ClaimedChange *change);
 
+/* The columns of queue_failed_jobs a failure writes (direct_delete.c) */
+typedef enum FailedColumn
+{
+	FAILED_ID, FAILED_JOB_ID, FAILED_QUEUE, FAILED_NAME, FAILED_PAYLOAD, FAILED_PRIORITY,
+	FAILED_ATTEMPTS, FAILED_MAX_ATTEMPTS, FAILED_ERROR, FAILED_FAILED_AT, FAILED_CREATED_AT,
+	NUM_FAILED_COLUMNS
+} FailedColumn;
+
+/* The error a failure records when the worker gave none and none was recorded before. */
+#define FAILED_WITHOUT_ERROR "failed by the worker (no error given)"
+
+extern DirectOutcome FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error,
+									 TimestampTz failed_at, text **queue);
+
 extern bool DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids,
 							   const int64 *tokens, DirectOutcome *outcomes, text **queues,
 							   text **slot_keys);

@@ -118,17 +118,9 @@ DirectOutcome
 LockClaimedRow(ClaimedPartition *partition, ItemPointer tid, Snapshot snapshot, int64 token,
 			   LockTupleMode mode)
 {
-	TM_FailureData failure;
-	TM_Result	result;
-	/* as the executor locks rows: following updates only under read committed */
-	uint8		flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
+	TM_Result	result = LockRowAsExecutor(partition->rel, tid, snapshot, partition->slot, mode,
+										   LockWaitBlock);
 
-	result = table_tuple_lock(partition->rel, tid, snapshot, partition->slot,
-							  GetCurrentCommandId(true), mode, LockWaitBlock, flags, &failure);
-	if ((result == TM_Updated || result == TM_Deleted) && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent update")));
 	if (result == TM_Deleted)
 		return DIRECT_NOT_FOUND;	/* finished by someone else meanwhile */
 	if (result != TM_Ok)

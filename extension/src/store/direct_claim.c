@@ -279,35 +279,20 @@ LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 {
 	PartitionScan *search = &claim->partitions[p];
 	TupleTableSlot *locked = claim->partitions[p].locked;
-	TM_FailureData failure;
 	TM_Result	result;
-	bool		snapshot_isolation = IsolationUsesXactSnapshot();
-	/* as the executor locks rows: following updates only under read committed */
-	uint8		flags = TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS |
-		(snapshot_isolation ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION);
 
-	result = table_tuple_lock(search->rel, &tid, claim->snapshot, locked,
-							  GetCurrentCommandId(true), LockTupleExclusive, LockWaitSkip,
-							  flags, &failure);
+	result = LockRowAsExecutor(search->rel, &tid, claim->snapshot, locked, LockTupleExclusive,
+							   LockWaitSkip);
 	switch (result)
 	{
 		case TM_Ok:
 			break;
 		case TM_WouldBlock:		/* held by another transaction: pass it by */
 		case TM_SelfModified:	/* changed by this call already */
+		case TM_Deleted:		/* finished meanwhile */
 			return;
-		case TM_Updated:
-		case TM_Deleted:
-			/* the executor's errors for FOR UPDATE */
-			if (snapshot_isolation)
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("could not serialize access due to concurrent update")));
-			if (result == TM_Updated)	/* read committed follows updates: a move */
-				ereport(ERROR,
-						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-						 errmsg("tuple to be locked was already moved to another partition due to concurrent update")));
-			return;				/* finished meanwhile */
+		case TM_Updated:		/* read committed follows updates: a move */
+			ReportMovedRow();
 		default:
 			elog(ERROR, "jobqueue: unexpected result %d locking a job to claim", (int) result);
 	}

@@ -92,21 +92,6 @@ QueueAndKey(ScanKeyData keys[2], Relation index, text *queue, text *key)
 						   index->rd_indcollation[1], F_TEXTEQ, PointerGetDatum(key));
 }
 
-/* An error of a row lock as the executor raises it for FOR UPDATE. */
-static void
-ReportLockConflict(TM_Result result)
-{
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access due to concurrent %s",
-						result == TM_Deleted ? "delete" : "update")));
-	if (result == TM_Updated)	/* read committed follows updates: a move */
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("tuple to be locked was already moved to another partition due to concurrent update")));
-}
-
 /*
  * Lock the version at tid as FOR UPDATE (mode LockTupleExclusive) or an
  * UPDATE (LockTupleNoKeyExclusive) does, waiting for its holder; under
@@ -117,23 +102,17 @@ static bool
 LockRowWaiting(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
 			   LockTupleMode mode)
 {
-	TM_FailureData failure;
-	TM_Result	result;
-	/* as the executor locks rows: following updates only under read committed */
-	uint8		flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
+	TM_Result	result = LockRowAsExecutor(rel, tid, snapshot, slot, mode, LockWaitBlock);
 
-	result = table_tuple_lock(rel, tid, snapshot, slot, GetCurrentCommandId(true), mode,
-							  LockWaitBlock, flags, &failure);
 	switch (result)
 	{
 		case TM_Ok:
 			return true;
 		case TM_SelfModified:	/* by this command: as the executor, not seen */
+		case TM_Deleted:		/* deleted meanwhile */
 			return false;
-		case TM_Updated:
-		case TM_Deleted:
-			ReportLockConflict(result);
-			return false;		/* deleted meanwhile */
+		case TM_Updated:		/* read committed follows updates: a move */
+			ReportMovedRow();
 		default:
 			elog(ERROR, "jobqueue: unexpected result %d locking a row", (int) result);
 	}
@@ -339,7 +318,7 @@ Admit(const JqCall *call, PartitionScan *search, Snapshot snapshot, text *queue,
 	if (result != TM_Updated && result != TM_Deleted)
 		elog(ERROR, "jobqueue: unexpected result %d admitting a waiting job", (int) result);
 	if (IsolationUsesXactSnapshot())
-		ReportLockConflict(result);
+		ReportConcurrentChange(result);
 	if (result == TM_Deleted)
 		return false;			/* cancelled meanwhile */
 	/* read committed: changed since the snapshot; lock its newest version and look again */

@@ -129,6 +129,59 @@ UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid, TupleTa
 	return result;
 }
 
+/*
+ * Lock the version of rel at tid (the locked version into slot) in mode as
+ * the executor locks a row for FOR UPDATE or an UPDATE's re-check: under
+ * read committed following concurrent updates to the newest version; under
+ * snapshot isolation a version changed since the snapshot is a
+ * serialization failure, raised here.  wait: LockWaitBlock, or
+ * LockWaitSkip (the claim's SKIP LOCKED: TM_WouldBlock for a row another
+ * transaction holds; it also locks past an update in progress whose lock
+ * does not conflict).  What is left to the caller: TM_Ok (locked), TM_Deleted (gone
+ * meanwhile), TM_Updated (read committed: moved to another partition),
+ * TM_SelfModified (changed by this command: the executor passes it by),
+ * TM_WouldBlock.
+ */
+TM_Result
+LockRowAsExecutor(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot *slot,
+				  LockTupleMode mode, LockWaitPolicy wait)
+{
+	TM_FailureData failure;
+	TM_Result	result;
+	bool		snapshot_isolation = IsolationUsesXactSnapshot();
+	uint8		flags = (snapshot_isolation ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION) |
+		(wait == LockWaitSkip ? TUPLE_LOCK_FLAG_LOCK_UPDATE_IN_PROGRESS : 0);
+
+	result = table_tuple_lock(rel, tid, snapshot, slot, GetCurrentCommandId(true), mode, wait,
+							  flags, &failure);
+	if (snapshot_isolation && (result == TM_Updated || result == TM_Deleted))
+		ReportConcurrentChange(TM_Updated);
+	return result;
+}
+
+/*
+ * The serialization failure of a row changed by another transaction since
+ * the snapshot, in the executor's words (an UPDATE's of a deleted row says
+ * delete; a lock always says update).
+ */
+void
+ReportConcurrentChange(TM_Result result)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent %s",
+					result == TM_Deleted ? "delete" : "update")));
+}
+
+/* The executor's error for a row a concurrent update moved to another partition. */
+void
+ReportMovedRow(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("tuple to be locked was already moved to another partition due to concurrent update")));
+}
+
 /* Close what BeginPartitionWrite opened (nothing to do if it did not). */
 void
 EndPartitionWrite(PartitionWrite *write)

@@ -219,6 +219,10 @@ extern void BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation 
 								Snapshot snapshot, CmdType event);
 extern TM_Result UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid,
 									TupleTableSlot *updated, Snapshot snapshot, bool wait);
+extern TM_Result LockRowAsExecutor(Relation rel, ItemPointer tid, Snapshot snapshot,
+								   TupleTableSlot *slot, LockTupleMode mode, LockWaitPolicy wait);
+extern void ReportConcurrentChange(TM_Result result) pg_attribute_noreturn();
+extern void ReportMovedRow(void) pg_attribute_noreturn();
 extern void EndPartitionWrite(PartitionWrite *write);
 
 /* store/direct_delete.c: completions without the executor */

@@ -278,8 +278,9 @@ static const JobColumn failed_from_job[NUM_FAILED_COLUMNS] = {
 
 /*
  * Build the failed row of the job in "job" (see the header): false for a
- * job with a concurrency key or children (the statement and the flow
- * trigger then fail it).  The error is the worker's, else the job's last
+ * job with a concurrency key (the statement and the flow trigger then
+ * keep the key in the failed row; a job with children FlowAllowsDirect
+ * already left to them).  The error is the worker's, else the job's last
  * recorded one, else says none was given (complete.c's statement says the
  * same in SQL).
  */
@@ -290,15 +291,9 @@ BuildFailedRow(FailedRow *failed, TupleTableSlot *job, const PartitionShape *sha
 	bool		isnull;
 	Datum		value;
 
-	if (shape->attnum[JOB_COL_CONCURRENCY_KEY] > 0)	/* 1.5 on: flow control's columns */
-	{
-		(void) JobColumnValue(job, shape, JOB_COL_CONCURRENCY_KEY, &isnull);
-		if (!isnull)
-			return false;
-		value = JobColumnValue(job, shape, JOB_COL_HAS_CHILDREN, &isnull);
-		if (!isnull && DatumGetBool(value))
-			return false;
-	}
+	if (shape->attnum[JOB_COL_CONCURRENCY_KEY] > 0 &&	/* 1.5 on */
+		!slot_attisnull(job, shape->attnum[JOB_COL_CONCURRENCY_KEY]))
+		return false;
 	ExecClearTuple(row);
 	memset(row->tts_isnull, true, sizeof(bool) * row->tts_tupleDescriptor->natts);
 	for (int c = 0; c < NUM_FAILED_COLUMNS; c++)

@@ -113,7 +113,7 @@ UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token, const ClaimedCh
 	for (int i = 0; i < 3; i++)
 	{
 		/* an update computes no stored generated column */
-		if (!partitions[i].shape->claim_usable)
+		if (!partitions[i].shape->update_usable)
 		{
 			CloseClaimedPartitions(partitions, 3);
 			return DIRECT_USE_STATEMENT;

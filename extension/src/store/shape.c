@@ -177,12 +177,12 @@ ShapeOf(JobTable table, Relation rel)
 	ReadDefaults(shape, rel);
 	shape->claim_index = FindPartitionIndex(rel, CLAIM_INDEX_NAME);
 	shape->key_waiting_index = FindPartitionIndex(rel, KEY_WAITING_INDEX_NAME);
-	/* an update without a plan computes no generated column (direct_claim.c) */
-	shape->claim_usable = OidIsValid(shape->claim_index) &&
-		!(desc->constr != NULL && desc->constr->has_generated_stored);
+	/* an update without a plan computes no generated column */
+	shape->update_usable = !(desc->constr != NULL && desc->constr->has_generated_stored);
 	for (int c = 0; c < NUM_CORE_JOB_COLUMNS; c++)
-		shape->claim_usable &= shape->attnum[c] > 0;
-	shape->admit_usable = shape->claim_usable && OidIsValid(shape->key_waiting_index);
+		shape->update_usable &= shape->attnum[c] > 0;
+	shape->claim_usable = shape->update_usable && OidIsValid(shape->claim_index);
+	shape->admit_usable = shape->update_usable && OidIsValid(shape->key_waiting_index);
 	for (int c = NUM_CORE_JOB_COLUMNS; c < NUM_JOB_COLUMNS; c++)
 		shape->admit_usable &= shape->attnum[c] > 0;
 	MemoryContextSwitchTo(old);

@@ -168,7 +168,9 @@ typedef struct PartitionShape
 	bool	   *default_nulls;
 	/* the ring a plain push into it was found within its partition bound (-2: none yet) */
 	int			bound_checked_ring;
-	/* a claim: the claim index and every column there */
+	/* an update without a plan: every column there, no stored generated column */
+	bool		update_usable;
+	/* a claim: that, and the claim index */
 	bool		claim_usable;
 	Oid			claim_index;
 	/* a key's slot handed on (1.5): the index of the jobs waiting for a slot, and the flow columns */

@@ -79,7 +79,8 @@ ifdef VPATH
 $(shell mkdir -p $(sort $(dir $(OBJS))))
 endif
 
-PG_CPPFLAGS = -I$(srcdir)/extension/src
+# The version also names the module in PostgreSQL 18's magic block.
+PG_CPPFLAGS = -I$(srcdir)/extension/src -DJQ_EXTVERSION='"$(EXTVERSION)"'
 
 REGRESS = \
 	push \
@@ -142,10 +143,11 @@ dist:
 	mv $(DIST_ZIP).tmp $(DIST_ZIP)
 
 # PGXS tracks no header dependencies: every object depends on every folder's
-# header (one per folder, extension/src/README.md; contract.h is part of base.h).
+# header (one per folder, extension/src/README.md; contract.h and compat.h are parts of base.h).
 JQ_HEADERS = \
 	extension/src/base/base.h \
 	extension/src/base/contract.h \
+	extension/src/base/compat.h \
 	extension/src/exec/exec.h \
 	extension/src/store/store.h \
 	extension/src/runtime/runtime.h \

@@ -10,7 +10,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-PG_MODULE_MAGIC;
+JQ_MODULE_MAGIC("jobqueue", JQ_EXTVERSION);
 
 void		_PG_init(void);
 

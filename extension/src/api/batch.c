@@ -568,11 +568,15 @@ static int
 LockCurrentClaims(const JqCall *call, Datum *ids, int count, IdToken *current)
 {
 	JobTable	tables[3];
-	int			table_count = JobTablesToSearch(call, tables);
-	Datum	   *left = palloc(sizeof(Datum) * count);
+	int			table_count;
+	Datum	   *left;
 	int			left_count = count;
 	int			found = 0;
 
+	if (count <= 0)
+		return 0;
+	table_count = JobTablesToSearch(call, tables);
+	left = palloc(sizeof(Datum) * count);
 	memcpy(left, ids, sizeof(Datum) * count);
 	for (int t = 0; t < table_count && left_count > 0; t++)
 	{

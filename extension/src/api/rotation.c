@@ -390,8 +390,8 @@ LooksAllDead(Oid relid)
 	if ((uint64) PartitionBlocks(relid) * BLCKSZ < JQ_RING_DEAD_TRUNCATE_BYTES)
 		return false;
 	stats = pgstat_fetch_stat_tabentry(relid);
-	return stats != NULL && stats->n_dead_tuples > 0 &&
-		stats->n_live_tuples <= stats->n_dead_tuples / 100;
+	return stats != NULL && STAT_DEAD_TUPLES(stats) > 0 &&
+		STAT_LIVE_TUPLES(stats) <= STAT_DEAD_TUPLES(stats) / 100;
 }
 
 /*

@@ -66,7 +66,7 @@ ParseTimestampQuietly(const char *input, TimestampTz *result)
 	if (ParseDateTime(input, workbuf, sizeof(workbuf), field, ftype,
 					  MAXDATEFIELDS, &nf) != 0)
 		return false;
-	if (DecodeDateTime(field, ftype, nf, &dtype, &tm, &fsec, &tz) != 0)
+	if (DecodeDateTimeQuietly(field, ftype, nf, &dtype, &tm, &fsec, &tz) != 0)
 		return false;
 	if (dtype == DTK_LATE || dtype == DTK_EARLY)
 	{
@@ -78,7 +78,7 @@ ParseTimestampQuietly(const char *input, TimestampTz *result)
 	}
 	if (dtype != DTK_DATE)
 		return false;
-	/* DecodeDateTime has set tz: the text's zone, or the session's */
+	/* DecodeDateTimeQuietly has set tz: the text's zone, or the session's */
 	return tm2timestamp(&tm, fsec, &tz, result) == 0 && IS_VALID_TIMESTAMP(*result);
 }
 

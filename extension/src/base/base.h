@@ -5,7 +5,8 @@
  *
  * The contract's numbers (contract.h), the versions of the SQL API,
  * argument readers and their error text, the queue's clock and cron
- * expressions.  Every other folder's header includes this one.
+ * expressions; the wrappers of what differs between PostgreSQL's major
+ * versions (compat.h).  Every other folder's header includes this one.
  *
  * The layers and the rule between them: extension/src/README.md.
  *
@@ -27,6 +28,7 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "base/compat.h"
 #include "base/contract.h"
 
 /* Room for a queue name in shared memory: JQ_QUEUE_NAME_MAX characters. */

@@ -28,15 +28,15 @@ CheckClockOffset(char **newval, void **extra, GucSource source)
 {
 	Interval   *parsed;
 
-	/* GUC extra data is released with free(), so it comes from malloc() */
-	parsed = (Interval *) malloc(sizeof(Interval));
+	/* the server releases it: allocated where it expects (base/compat.h) */
+	parsed = (Interval *) AllocSettingExtra(sizeof(Interval));
 	if (parsed == NULL)
 		return false;
 	if (*newval == NULL || (*newval)[0] == '\0')
 		memset(parsed, 0, sizeof(Interval));
 	else if (!ParseIntervalQuietly(*newval, parsed))
 	{
-		free(parsed);
+		FreeSettingExtra(parsed);
 		GUC_check_errdetail("jobqueue.clock_offset must be an interval, such as '2 hours' or '-30 seconds'.");
 		return false;
 	}

@@ -129,8 +129,9 @@ extern void ForgetPlanRule(SPIPlanPtr plan);
 extern void JobqueueInstallPlannerHook(void);
 
 /* searchpath.c: statements parse and run with pg_catalog alone on the path */
-extern void PushExtensionSearchPath(void);
-extern void PopExtensionSearchPath(void);
+typedef CatalogSearchPathToken ExtensionSearchPath;
+extern ExtensionSearchPath PushExtensionSearchPath(void);
+extern void PopExtensionSearchPath(ExtensionSearchPath pushed);
 extern int	SpiExecuteSafelyWithArgs(const char *sql, int nargs, Oid *argtypes, Datum *values,
 									 bool read_only);
 extern int	SpiExecuteSafely(const char *sql, bool read_only);

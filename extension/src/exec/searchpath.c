@@ -15,40 +15,38 @@
  * computed afresh for the call's statements and again for the caller's
  * next one (about 2 to 5 microseconds of a 40 microsecond push).  From 1.6
  * the functions have no SET (jobqueue--1.5--1.6.sql); instead each
- * statement is parsed and run inside an override search path of pg_catalog
- * alone (no temporary schema), pushed here just for that statement: a list
- * of one element copied, nothing looked up.  A kept plan remembers the path
- * it was parsed under and is re-analysed under that same path when it must
- * be re-planned; since the path in force when it runs is the same again,
- * it is never re-planned for the path's sake.
+ * statement is parsed and run under pg_catalog alone, begun here just for
+ * that statement (base/compat.h's BeginCatalogSearchPath: up to 16 an
+ * override search path, a list of one element copied, nothing looked up;
+ * from 17, which has no override, the setting saved and restricted as the
+ * server's maintenance commands do, its list found in the server's cache
+ * of search paths).  A kept plan remembers the path it was parsed under
+ * and is re-analysed under that same path when it must be re-planned;
+ * since the path in force when it runs is the same again, it is never
+ * re-planned for the path's sake.
  *
- * An error inside leaves the override to the abort of the (sub)transaction
+ * An error inside leaves the path to the abort of the (sub)transaction
  * it was pushed in, which pops it without a word (every place that catches
  * an error here rolls a subtransaction back); the normal way pops it at
  * once.  Under a 1.5 schema the
- * functions' own SET is still there as well; the override changes nothing
+ * functions' own SET is still there as well; this path changes nothing
  * for them.
  *
  *-------------------------------------------------------------------------
  */
 #include "exec/exec.h"
 
-#include "catalog/namespace.h"
-
-/* pg_catalog alone: PushOverrideSearchPath adds it (addCatalog) to no schema */
-static OverrideSearchPath catalog_only = {NIL, true, false, 0};
-
-/* Parse and run what follows under pg_catalog alone, until the matching pop. */
-void
+/* Parse and run what follows under pg_catalog alone, until the matching end. */
+ExtensionSearchPath
 PushExtensionSearchPath(void)
 {
-	PushOverrideSearchPath(&catalog_only);
+	return BeginCatalogSearchPath();
 }
 
 void
-PopExtensionSearchPath(void)
+PopExtensionSearchPath(ExtensionSearchPath pushed)
 {
-	PopOverrideSearchPath();
+	EndCatalogSearchPath(pushed);
 }
 
 /*
@@ -59,11 +57,11 @@ int
 SpiExecuteSafelyWithArgs(const char *sql, int nargs, Oid *argtypes, Datum *values,
 						 bool read_only)
 {
+	ExtensionSearchPath pushed = PushExtensionSearchPath();
 	int			rc;
 
-	PushExtensionSearchPath();
 	rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
-	PopExtensionSearchPath();
+	PopExtensionSearchPath(pushed);
 	return rc;
 }
 

@@ -205,14 +205,15 @@ int
 QueueExecuteOn(const JqCall *call, JqStatement *statement, JobTable table, Datum *values,
 			   const char *nulls, int expected)
 {
+	ExtensionSearchPath pushed;
 	SPIPlanPtr	plan;
 	int			rc;
 
 	SPI_freetuptable(SPI_tuptable);
-	PushExtensionSearchPath();
+	pushed = PushExtensionSearchPath();
 	plan = QueuePlanOn(call, statement, table);
 	rc = SPI_execute_plan(plan, values, nulls, false, 0);
-	PopExtensionSearchPath();
+	PopExtensionSearchPath(pushed);
 	if (rc != expected)
 		elog(ERROR, "jobqueue: statement %s returned %s, expected %s", statement->name,
 			 SPI_result_code_string(rc), SPI_result_code_string(expected));

@@ -43,7 +43,7 @@ OpenClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition partit
 	for (int i = 0; i < 3; i++)
 	{
 		Relation	rel = table_open(relids[i], RowExclusiveLock);
-		Oid			primary_key = RelationGetPrimaryKeyIndex(rel);
+		Oid			primary_key = PrimaryKeyIndex(rel);
 
 		if (!PartitionWritableDirectly(call, rel, event) || !OidIsValid(primary_key))
 		{
@@ -88,7 +88,7 @@ FindClaimedRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snap
 	bool		found;
 
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
-	scan = index_beginscan(partition->rel, partition->primary_key, snapshot, 1, 0);
+	scan = BeginIndexScan(partition->rel, partition->primary_key, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, partition->slot);
 	index_endscan(scan);

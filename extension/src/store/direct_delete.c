@@ -363,8 +363,7 @@ InsertFailedRow(FailedRow *failed, Snapshot snapshot)
 		ExecConstraints(write.result, failed->slot, write.estate);
 	table_tuple_insert(failed->rel, failed->slot, write.estate->es_output_cid, 0, NULL);
 	if (write.result->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(write.result, failed->slot, write.estate, false, false,
-										NULL, NIL));
+		list_free(InsertIndexEntries(write.result, failed->slot, write.estate, false, false));
 	EndPartitionWrite(&write);
 }
 

@@ -123,7 +123,7 @@ InsertRow(JobTable table, const PartitionShape *shape, ResultRelInfo *result, ES
 	}
 	table_tuple_insert(rel, slot, estate->es_output_cid, 0, NULL);
 	if (result->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(result, slot, estate, false, false, NULL, NIL));
+		list_free(InsertIndexEntries(result, slot, estate, false, false));
 }
 
 /*

@@ -128,10 +128,10 @@ ReadKeyLimit(const JqCall *call, text *queue, text *key)
 {
 	Relation	rel = table_open(get_relname_relid("queue_key_limits", call->schema),
 								 AccessShareLock);
-	Relation	index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	Relation	index = index_open(PrimaryKeyIndex(rel), AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	Snapshot	snapshot = BeginStatementSnapshot();
-	IndexScanDesc scan = index_beginscan(rel, index, snapshot, 1, 0);
+	IndexScanDesc scan = BeginIndexScan(rel, index, snapshot, 1, 0);
 	ScanKeyData keys[2];
 	int32		limit = JQ_DEFAULT_MAX_RUNNING;
 	int			longest = -1;
@@ -189,16 +189,16 @@ LockKeySlotsDirectly(const JqCall *call, text *queue, text *key, int32 *running,
 		return DIRECT_USE_STATEMENT;
 	rel = table_open(relid, RowShareLock);
 	if (!PartitionWritableDirectly(call, rel, CMD_UPDATE) ||
-		!OidIsValid(RelationGetPrimaryKeyIndex(rel)))
+		!OidIsValid(PrimaryKeyIndex(rel)))
 	{
 		table_close(rel, NoLock);
 		return DIRECT_USE_STATEMENT;
 	}
-	index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	index = index_open(PrimaryKeyIndex(rel), AccessShareLock);
 	slot = table_slot_create(rel, NULL);
 	snapshot = BeginStatementSnapshot();
 	QueueAndKey(keys, index, queue, key);
-	scan = index_beginscan(rel, index, snapshot, 2, 0);
+	scan = BeginIndexScan(rel, index, snapshot, 2, 0);
 	index_rescan(scan, keys, 2, NULL, 0);
 	found = index_getnext_slot(scan, ForwardScanDirection, slot);
 	index_endscan(scan);

@@ -86,7 +86,7 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 	rte->relid = RelationGetRelid(rel);
 	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-	ExecInitRangeTable(write->estate, list_make1(rte));
+	InitRangeTableOfOne(write->estate, rte);
 	write->result = makeNode(ResultRelInfo);
 	InitResultRelInfo(write->result, rel, 1, NULL, 0);
 	write->estate->es_output_cid = GetCurrentCommandId(true);
@@ -116,16 +116,17 @@ UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid, TupleTa
 {
 	TM_FailureData failure;
 	LockTupleMode lock_mode;
-	bool		update_indexes;
+	IndexesToUpdate update_indexes;
 	TM_Result	result;
 
 	if (rel->rd_att->constr != NULL)
 		ExecConstraints(write->result, updated, write->estate);
 	result = table_tuple_update(rel, tid, updated, GetCurrentCommandId(true), snapshot,
 								InvalidSnapshot, wait, &failure, &lock_mode, &update_indexes);
-	if (result == TM_Ok && update_indexes && write->result->ri_NumIndices > 0)
-		list_free(ExecInsertIndexTuples(write->result, updated, write->estate, true, false,
-										NULL, NIL));
+	if (result == TM_Ok && UPDATE_NEEDS_INDEX_ENTRIES(update_indexes) &&
+		write->result->ri_NumIndices > 0)
+		list_free(InsertIndexEntries(write->result, updated, write->estate, true,
+									 UPDATE_SUMMARIZING_ONLY(update_indexes)));
 	return result;
 }
 
@@ -221,7 +222,7 @@ StartPartitionScan(PartitionScan *scan, Snapshot snapshot, ScanKey keys, int nke
 {
 	if (scan->scan != NULL)
 		index_endscan(scan->scan);
-	scan->scan = index_beginscan(scan->rel, scan->index, snapshot, nkeys, 0);
+	scan->scan = BeginIndexScan(scan->rel, scan->index, snapshot, nkeys, 0);
 	index_rescan(scan->scan, keys, nkeys, NULL, 0);
 }
 

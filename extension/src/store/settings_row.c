@@ -68,11 +68,11 @@ ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 	if (!OidIsValid(relid))
 		return;
 	rel = table_open(relid, AccessShareLock);
-	index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	index = index_open(PrimaryKeyIndex(rel), AccessShareLock);
 	slot = table_slot_create(rel, NULL);
 	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(queue));
-	scan = index_beginscan(rel, index, snapshot, 1, 0);
+	scan = BeginIndexScan(rel, index, snapshot, 1, 0);
 	index_rescan(scan, &key, 1, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{

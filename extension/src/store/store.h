@@ -223,8 +223,8 @@ extern TM_Result UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPoi
 									TupleTableSlot *updated, Snapshot snapshot, bool wait);
 extern TM_Result LockRowAsExecutor(Relation rel, ItemPointer tid, Snapshot snapshot,
 								   TupleTableSlot *slot, LockTupleMode mode, LockWaitPolicy wait);
-extern void ReportConcurrentChange(TM_Result result) pg_attribute_noreturn();
-extern void ReportMovedRow(void) pg_attribute_noreturn();
+pg_noreturn extern void ReportConcurrentChange(TM_Result result);
+pg_noreturn extern void ReportMovedRow(void);
 extern void EndPartitionWrite(PartitionWrite *write);
 
 /* store/direct_delete.c: completions without the executor */

@@ -200,6 +200,12 @@ SELECT pg_temp.allowed('regress_jq_u12_worker', :'fn_tiers') AS may_execute,
 SET ROLE regress_jq_u12_worker;
 SELECT count(*) AS enqueued FROM queue_tick();
 RESET ROLE;
+-- the tiers the update re-granted are the roles' own grants, not the
+-- extension's initial privileges (pg_dump would leave those out; from 17 on
+-- they would keep the roles from being dropped)
+SELECT count(*) AS roles_in_initial_privileges
+FROM pg_init_privs p, unnest(p.initprivs) AS item
+WHERE item::text LIKE 'regress\_jq\_u12%';
 
 --------------------------------------------------------------------------
 -- clean up the roles; leave the extension as the other files expect it:

@@ -143,7 +143,7 @@ RequireOwner(void)
 {
 	Oid			extension = get_extension_oid("jobqueue", false);
 
-	if (!superuser() && !pg_extension_ownercheck(extension, GetUserId()))
+	if (!superuser() && !OwnsExtension(extension, GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("only the owner of extension jobqueue or a superuser may grant or revoke its tiers")));
@@ -199,6 +199,34 @@ ApplyTier(const JqCall *call, const char *role, QueueTier tier, bool grant)
 	SPI_finish();
 }
 
+/*
+ * ApplyTier as a grant of the user's, also inside an extension script.  The
+ * upgrade scripts re-grant each role its tier (queue_grant in ALTER
+ * EXTENSION UPDATE) so that the version's new functions join it.  Made
+ * while the script runs, the server would record those grants as the
+ * extension's initial privileges (pg_init_privs): pg_dump would then leave
+ * them out of a dump, so a restore would lose the role's tier, and from
+ * PostgreSQL 17 on, which ties initial privileges to the role, the role
+ * could no longer be dropped without DROP OWNED.  They are the user's, so
+ * they are made as outside the script, on every version.
+ */
+static void
+ApplyTierAsUsersGrant(const JqCall *call, const char *role, QueueTier tier, bool grant)
+{
+	bool		in_extension_script = creating_extension;
+
+	creating_extension = false;
+	PG_TRY();
+	{
+		ApplyTier(call, role, tier, grant);
+	}
+	PG_FINALLY();
+	{
+		creating_extension = in_extension_script;
+	}
+	PG_END_TRY();
+}
+
 /* queue_grant / queue_revoke: check the caller, the role and the tier, then apply. */
 static Datum
 GrantOrRevoke(FunctionCallInfo fcinfo, bool grant)
@@ -211,7 +239,7 @@ GrantOrRevoke(FunctionCallInfo fcinfo, bool grant)
 	RequireOwner();
 	role = ArgRole(fcinfo, 0);
 	tier = ArgTier(fcinfo, 1);
-	ApplyTier(&call, role, tier, grant);
+	ApplyTierAsUsersGrant(&call, role, tier, grant);
 	PG_RETURN_VOID();
 }
 

@@ -61,11 +61,18 @@
 	"  pg_catalog.count(*) AS total" \
 	" FROM @J@ GROUP BY queue"
 
-/* True unless the queue's settings turn wake-ups off; $1 is the queue. */
+/*
+ * True unless the queue's settings turn wake-ups off; $1 is the queue.  A
+ * scalar subquery on queue_settings' primary key (one row at most), not
+ * NOT EXISTS: the planner may answer an EXISTS of a row's column with a
+ * hash of the whole table built for each statement, and from PostgreSQL 18,
+ * where a disabled sequential scan costs no more, it does when the
+ * statement expects a few rows.
+ */
 #define WANTS_WAKEUPS WANTS_WAKEUPS_OF("$1")
 
 #define WANTS_WAKEUPS_OF(queue) \
-	"NOT EXISTS (SELECT 1 FROM @S@.queue_settings s WHERE s.queue = " queue " AND NOT s.notify)"
+	"(SELECT s.notify FROM @S@.queue_settings s WHERE s.queue = " queue ") IS NOT FALSE"
 
 #define PUSH_INTO_RING_COLUMNS ", id, ring"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL 15 cluster for tests and the demo.
+# Throwaway PostgreSQL cluster for tests and the demo (version JQ_PG_VERSION, 15 by default).
 #
 # Usage (from a bash script):
 #   source scripts/cluster.sh
@@ -10,13 +10,13 @@
 #   JQ_PGPORT   preferred port (default 54329; a free one is picked if busy)
 #   JQ_PRELOAD  value for shared_preload_libraries (default empty)
 #   JQ_PGCONF   extra postgresql.conf lines, appended verbatim
-#   JQ_PGBIN    PostgreSQL bin dir (default /usr/lib/postgresql/15/bin)
+#   JQ_PGBIN    PostgreSQL bin dir (default /usr/lib/postgresql/$JQ_PG_VERSION/bin)
 #
 # After start: PGHOST PGPORT PGUSER PGDATABASE JQ_CLUSTER_DIR JQ_PGDATA
 # JQ_SERVER_LOG are exported, so plain psql / make installcheck just work.
 set -euo pipefail
 
-JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/15/bin}
+JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/${JQ_PG_VERSION:-15}/bin}
 
 # initdb/postgres refuse to run as root, so drop to the postgres account.
 # cd into the cluster dir first: postgres binaries fail when they cannot

@@ -10,18 +10,22 @@
 #   jq_packages PURPOSE ...            # print a purpose's packages, one a line
 #   jq_install_deps PACKAGE ...        # any packages (plus the extension's)
 #
-# Sourcing also puts the PostgreSQL 15 bin dir first on PATH, so callers get
-# the right pg_config / pg_ctl / psql even if other versions are installed.
+# The PostgreSQL major version is JQ_PG_VERSION (default 15, Debian 12's;
+# scripts/test.sh --pg=N sets it inside a Debian system that has N): "@PG@"
+# in packages.txt stands for it.  Sourcing also puts that version's bin dir
+# first on PATH, so callers get the right pg_config / pg_ctl / psql even if
+# other versions are installed.
 set -euo pipefail
 
 JQ_PACKAGES_FILE=${JQ_PACKAGES_FILE:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/packages.txt}
-JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/15/bin}
+export JQ_PG_VERSION=${JQ_PG_VERSION:-15}
+export JQ_PGBIN=${JQ_PGBIN:-/usr/lib/postgresql/$JQ_PG_VERSION/bin}
 
 case ":$PATH:" in
     *":$JQ_PGBIN:"*) ;;
     *) export PATH="$JQ_PGBIN:$PATH" ;;
 esac
-# Make PGXS builds use version 15 whatever /usr/bin/pg_config would pick.
+# Make PGXS builds use that version whatever /usr/bin/pg_config would pick.
 export PG_CONFIG=$JQ_PGBIN/pg_config
 
 # jq_packages PURPOSE...: the purpose's items from packages.txt, @references
@@ -42,7 +46,7 @@ jq_packages() {
             name=${BASH_REMATCH[1]} items=${BASH_REMATCH[2]}
             [[ $name == "$purpose" ]] || continue
             found=1
-            for item in $items; do
+            for item in ${items//@PG@/$JQ_PG_VERSION}; do
                 if [[ $item == @* ]]; then
                     todo+=("${item#@}")
                 elif [[ $seen != *" $item "* ]]; then

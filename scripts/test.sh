@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command, used locally and by CI:
 #
-#   bash scripts/test.sh [--long] [--only=SUITE[,SUITE...]]
+#   bash scripts/test.sh [--long] [--only=SUITE[,SUITE...]] [--pg=N[,N...]]
 #
 # Builds the extension with warnings as errors, installs it, starts a
 # throwaway cluster and runs every suite against it.  The last line is
@@ -9,20 +9,80 @@
 # if any suite failed or the build/setup did.
 #   --long   export JQ_LONG=1 so suites can run their long stress modes
 #   --only   run just the named suites (in the order of SUITES below)
+#   --pg     the PostgreSQL major versions, each in turn: 15 on this Debian
+#            12 machine (all suites), 17 and 18 each in a fresh Debian root
+#            filesystem of the release that carries it (the suites of
+#            OTHER_PG_SUITES below; scripts/debian-root.sh); the last line
+#            counts the suites of all of them.  Without it: 15 here.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export JQ_LONG=${JQ_LONG:-0}
 only=
+pg_versions=
 for arg in "$@"; do
     case $arg in
         --long) JQ_LONG=1 ;;
         --only=*) only=,${arg#--only=}, ;;
-        -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        --pg=*) pg_versions=${arg#--pg=} ;;
+        -h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "test.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
+
+# The version this machine's Debian serves, and the Debian release that
+# serves each other one (scripts/debian-root.sh makes a root of it).
+HOST_PG_VERSION=15
+declare -A DEBIAN_RELEASE_OF_PG=([17]=trixie [18]=sid)
+# The suites run on another version: all but those that test what does not
+# depend on the server's version (packaging, the command-line tool's
+# arguments, the dashboard's pages, the examples, PgBouncer) or that build
+# Debian 12's packages (package).
+OTHER_PG_SUITES=regress,plan_rule,client,battery,dump,search_path,notify,chaos,ring_stress,ring,ring_dump,failover,flow_stress,shards,package
+
+# --pg: run this command once per version and add up the suites.
+if [[ -n $pg_versions ]]; then
+    total_passed=0 total_failed=0 timings=()
+    for version in ${pg_versions//,/ }; do
+        start=$SECONDS
+        args=()
+        [[ $JQ_LONG == 1 ]] && args+=(--long)
+        log=$(mktemp /tmp/jq-test-pg$version.XXXXXX)
+        if [[ $version == "$HOST_PG_VERSION" ]]; then
+            [[ -n $only ]] && args+=("--only=${only:1:-1}")
+            bash scripts/test.sh "${args[@]}" 2>&1 | tee "$log"
+        elif [[ -n ${DEBIAN_RELEASE_OF_PG[$version]:-} ]]; then
+            if [[ -n $only ]]; then
+                args+=("--only=${only:1:-1}")
+            else
+                args+=("--only=$OTHER_PG_SUITES")
+            fi
+            echo "==> PostgreSQL $version in Debian ${DEBIAN_RELEASE_OF_PG[$version]}"
+            bash scripts/debian-root.sh "${DEBIAN_RELEASE_OF_PG[$version]}" -- \
+                env JQ_PG_VERSION="$version" JQ_TEST_PACKAGES=test_other_pg \
+                bash scripts/test.sh "${args[@]}" 2>&1 | tee "$log"
+        else
+            echo "test.sh: PostgreSQL $version is not supported here (15, 17, 18)" >&2
+            rm -f "$log"
+            exit 2
+        fi
+        summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+        rm -f "$log"
+        if [[ $summary =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+            total_passed=$((total_passed + BASH_REMATCH[1]))
+            total_failed=$((total_failed + BASH_REMATCH[2]))
+        else
+            total_failed=$((total_failed + 1))    # the run itself failed
+            summary="no summary: the run failed"
+        fi
+        timings+=("PostgreSQL $version: $summary in $((SECONDS - start)) s")
+    done
+    printf '==> %s\n' "${timings[@]}"
+    echo "$total_passed passed, $total_failed failed"
+    (( total_failed == 0 ))
+    exit
+fi
 
 # Warnings PGXS's own flags would let through must fail the build.
 WERROR_CFLAGS="-Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare"
@@ -231,8 +291,10 @@ trap on_exit EXIT
 source scripts/install-deps.sh
 source scripts/cluster.sh
 
-# Every suite's packages, once, up front: the "test" list of scripts/packages.txt.
-jq_install_purpose test
+# Every suite's packages, once, up front: the "test" list of
+# scripts/packages.txt (on another PostgreSQL version, --pg, the list of
+# its suites: test_other_pg).
+jq_install_purpose "${JQ_TEST_PACKAGES:-test}"
 mkdir -p build
 
 echo "==> build (PG_CFLAGS=$WERROR_CFLAGS)"

@@ -67,6 +67,7 @@ OBJS = \
 	extension/src/api/complete.o \
 	extension/src/api/failed.o \
 	extension/src/api/grants.o \
+	extension/src/api/promote.o \
 	extension/src/api/push.o \
 	extension/src/api/reports.o \
 	extension/src/api/reserve.o \

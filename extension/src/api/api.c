@@ -22,6 +22,7 @@ JqApiInit(void)
 	RegisterStatements(&complete_statements);
 	RegisterStatements(&failed_statements);
 	RegisterStatements(&grants_statements);
+	RegisterStatements(&promote_statements);
 	RegisterStatements(&push_statements);
 	RegisterStatements(&reports_statements);
 	RegisterStatements(&reserve_statements);

@@ -34,6 +34,9 @@ extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 extern bool DeleteJobWithStatement(const JqCall *call, int64 id, int64 token);
 extern void NoteCompletedDirectly(const JqCall *call, text *queue, text *slot_key);
 
+/* api/promote.c: queue_reserve's first step, the jobs whose moment has come */
+extern bool PromoteDueJobs(const JqCall *call, ArrayType *queues);
+
 /* api/rotation.c: the storage ring's rotation */
 extern void JobqueueDefineRotation(void);
 extern void RotateRingIfDue(const JqCall *call);
@@ -45,6 +48,7 @@ extern JqStatementSet browse_statements;
 extern JqStatementSet complete_statements;
 extern JqStatementSet failed_statements;
 extern JqStatementSet grants_statements;
+extern JqStatementSet promote_statements;
 extern JqStatementSet push_statements;
 extern JqStatementSet reports_statements;
 extern JqStatementSet reserve_statements;

@@ -5,9 +5,9 @@
  *
  * The call commits with the caller's statement; a worker runs the job after
  * that commit, never inside the claiming transaction.  Two steps:
- *   1. promote: delayed or held jobs of these queues whose moment has come
- *      become ready (a held job on its last attempt goes to the failed
- *      table instead: its worker died);
+ *   1. promote (promote.c): delayed or held jobs of these queues whose
+ *      moment has come become ready (a held job on its last attempt goes to
+ *      the failed table instead: its worker died);
  *   2. claim: per queue, in precedence order, the best ready jobs, locked
  *      with SKIP LOCKED and updated under a re-check of everything the
  *      search relied on; each gets attempts + 1, a lease and a new token.
@@ -44,18 +44,6 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve_1_1);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_2);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_3);
 PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
-
-/*
- * The ready flag as a re-check of rows found another way (by id, by
- * deadline).  Written "IS TRUE" / "IS FALSE", which is the same for a NOT
- * NULL column, so that the partial indexes on ready (claim order, waiting
- * jobs) cannot serve these statements: a generic plan made while the
- * table was empty would otherwise be as likely to walk a whole queue in
- * one of them as to take the primary key or the deadline index.
- */
-#define STILL_READY "ready IS TRUE"
-
-#define STILL_WAITING "ready IS FALSE"
 
 /* The lease of a claim: the given one ($4), else the queue's ($2) default, else the contract's. */
 #define CLAIM_LEASE \
@@ -113,86 +101,20 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
 	{CLAIM_CANDIDATES_BELOW_SQL(columns), 4, {TEXTOID, TIMESTAMPTZOID, INT4OID, INT4OID}, \
 	 .per_partition = true}
 
-/* The job's last error on a line of its own, when it has one. */
-#define WITH_LAST_ERROR \
-	"CASE WHEN last_error <> '' THEN pg_catalog.chr(10) || 'last error: ' || last_error ELSE '' END"
-
-/*
- * An error text composed in SQL, kept within JQ_ERROR_TEXT_MAX bytes and
- * cut between characters as CutErrorText does (contract.h says why it
- * keeps JQ_ERROR_TEXT_SQL_KEEP characters).
- */
-#define CUT_ERROR_TEXT(expr) \
-	" CASE WHEN pg_catalog.octet_length(" expr ") <= " SQL_NUMBER(JQ_ERROR_TEXT_MAX) " THEN " expr \
-	" ELSE pg_catalog.left(" expr ", " SQL_NUMBER(JQ_ERROR_TEXT_SQL_KEEP) ")" \
-	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
-
 /*
  * The statements of reserve.c, run by the statement engine (exec/statements.c);
  * registered once (reserve_statements, from the folder's Init).
  */
 enum
 {
-	PLAN_FIND_DUE,
-	PLAN_MAKE_READY,
-	PLAN_FAIL_EXHAUSTED,
 	PLAN_CLAIM_CANDIDATES,
 	PLAN_CLAIM_UPDATE,
-	PLAN_FIND_EXPIRED_READY,
-	PLAN_NEXT_DUE,
-	PLAN_FAIL_EXPIRED,
 	PLAN_CLAIM_CANDIDATES_FROM,
 	PLAN_CLAIM_CANDIDATES_BELOW,
 	NUM_RESERVE_STATEMENTS
 };
 
 static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
-	[PLAN_FIND_DUE] = {.name = "find_due", .text = {
-		/*
-		 * Delayed and held jobs of these queues whose moment has come, locked so
-		 * two workers do not promote the same row.  "exhausted": a held job on
-		 * its last attempt whose lease ran out (its worker died).
-		 */
-		[JQ_API_1_0] = {
-			JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts FROM @J@"
-			" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
-			" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
-			2, {TEXTARRAYOID, TIMESTAMPTZOID}
-		},
-		/*
-		 * As PLAN_FIND_DUE, plus jobs past their deadline that are not running
-		 * (ready, or their lease ran out): those are failed as expired.
-		 */
-		[JQ_API_1_1] = {
-			JQ_HOT_PATH_MARK "SELECT id, attempts >= max_attempts, deadline IS NOT NULL AND deadline <= $2,"
-			"  queue, priority, available_at, token IS NOT NULL"
-			" FROM @J@"
-			" WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2"
-			" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
-			2, {TEXTARRAYOID, TIMESTAMPTZOID}
-		},
-	}},
-	[PLAN_MAKE_READY] = {.name = "make_ready", .text = {
-		[JQ_API_1_0] = {
-			JQ_HOT_PATH_MARK "UPDATE @J@ SET ready = true WHERE id = ANY ($1) AND " STILL_WAITING,
-			1, {INT8ARRAYOID}
-		},
-	}},
-	[PLAN_FAIL_EXHAUSTED] = {.name = "fail_exhausted", .text = {
-		[JQ_API_1_0] = {
-			JQ_HOT_PATH_MARK "WITH moved AS ("
-			"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
-			")"
-			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
-			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
-			CUT_ERROR_TEXT("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
-						   " || " WITH_LAST_ERROR) ","
-			"  $2, created_at"
-			" FROM moved"
-			" RETURNING queue",
-			2, {INT8ARRAYOID, TIMESTAMPTZOID}
-		},
-	}},
 	[PLAN_CLAIM_CANDIDATES] = {.name = "claim_candidates", .text = {
 		/*
 		 * The claim, in two statements so that each keeps a good generic plan
@@ -246,49 +168,6 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 			"   reserved_until, created_at, last_error, deadline",
 			6, {INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, INTERVALOID, TEXTOID, INT8OID},
 			.per_partition = true
-		},
-	}},
-	[PLAN_FIND_EXPIRED_READY] = {.name = "find_expired_ready", .text = {
-		/*
-		 * Ready jobs past their deadline (a waiting one is found above).  Two
-		 * statements, not one with an OR: each arm then keeps its own partial
-		 * index in a generic plan, where an OR made the planner scan the table.
-		 */
-		[JQ_API_1_1] = {
-			JQ_HOT_PATH_MARK "SELECT id FROM @J@"
-			" WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY
-			" LIMIT " SQL_NUMBER(JQ_PROMOTE_BATCH) " FOR UPDATE SKIP LOCKED",
-			2, {TEXTARRAYOID, TIMESTAMPTZOID}
-		},
-	}},
-	[PLAN_NEXT_DUE] = {.name = "next_due", .text = {
-		/*
-		 * The earliest moment up to $2 at which a job of these queues falls due:
-		 * a delayed or held one becomes claimable, a ready one expires.  Not
-		 * locked: a row another claim is promoting still counts.
-		 */
-		[JQ_API_1_1] = {
-			JQ_HOT_PATH_MARK "SELECT least("
-			" (SELECT pg_catalog.min(available_at) FROM @J@"
-			"   WHERE NOT ready AND queue = ANY ($1) AND available_at <= $2),"
-			" (SELECT pg_catalog.min(deadline) FROM @J@"
-			"   WHERE deadline <= $2 AND queue = ANY ($1) AND " STILL_READY "))",
-			2, {TEXTARRAYOID, TIMESTAMPTZOID}
-		},
-	}},
-	[PLAN_FAIL_EXPIRED] = {.name = "fail_expired", .text = {
-		[JQ_API_1_1] = {
-			JQ_HOT_PATH_MARK "WITH moved AS ("
-			"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
-			")"
-			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
-			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
-			CUT_ERROR_TEXT("'expired: its deadline (' || deadline || ') passed before it could run'"
-						   " || " WITH_LAST_ERROR) ","
-			"  $2, created_at"
-			" FROM moved"
-			" RETURNING queue",
-			2, {INT8ARRAYOID, TIMESTAMPTZOID}
 		},
 	}},
 	[PLAN_CLAIM_CANDIDATES_FROM] = {.name = "claim_candidates_from", .text = {
@@ -366,149 +245,6 @@ typedef struct Candidates
 	Oid			partition;		/* 1.3: the partition holding them all, if one does */
 	bool		several;		/* 1.3: they are in several partitions */
 } Candidates;
-
-/* Columns of the due-probe (PLAN_FIND_DUE): those after exhausted only since 1.1. */
-enum
-{
-	DUE_ID = 1, DUE_EXHAUSTED, DUE_EXPIRED, DUE_QUEUE, DUE_PRIORITY, DUE_AVAILABLE_AT,
-	DUE_HELD					/* its lease ran out */
-};
-
-/* Move the jobs with these ids to the failed table with plan's error. */
-static void
-FailJobs(const JqCall *call, JqStatement *plan, Datum *ids, int count)
-{
-	Datum		args[2];
-
-	if (count == 0)
-		return;
-	args[0] = PointerGetDatum(Int8ArrayFromDatums(ids, count));
-	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, plan, args, NULL, SPI_OK_INSERT_RETURNING);
-	CountJobsOfRows(1, JOB_FAILED);	/* RETURNING queue */
-}
-
-/*
- * The earliest moment before horizon at which a job of these queues falls
- * due (becomes claimable or expires), or horizon if none does.
- */
-static TimestampTz
-NextDueMoment(const JqCall *call, ArrayType *queues, TimestampTz horizon)
-{
-	Datum		args[2];
-
-	args[0] = PointerGetDatum(queues);
-	args[1] = TimestampTzGetDatum(horizon);
-	QueueExecute(call, &statements[PLAN_NEXT_DUE], args, NULL, SPI_OK_SELECT);
-	/* least() of two minimums: NULL when no row falls due before horizon */
-	if (SpiIsNull(0, 1))
-		return horizon;
-	return Min(SpiTimestampTz(0, 1), horizon);
-}
-
-/* Ready jobs past their deadline (1.1) go to the failed table. */
-static bool
-FailExpiredReadyJobs(const JqCall *call, ArrayType *queues)
-{
-	Datum		args[2];
-	Datum	   *ids;
-	int			count;
-
-	args[0] = PointerGetDatum(queues);
-	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, &statements[PLAN_FIND_EXPIRED_READY], args, NULL, SPI_OK_SELECT);
-	count = (int) SPI_processed;
-	if (count == 0)
-		return false;
-	ids = palloc(sizeof(Datum) * count);
-	for (int row = 0; row < count; row++)
-		ids[row] = Int64GetDatum(SpiInt8(row, 1));	/* its only column, the id */
-	FailJobs(call, &statements[PLAN_FAIL_EXPIRED], ids, count);
-	return true;
-}
-
-/*
- * Step 1: delayed and held jobs of these queues whose moment has come become
- * ready; a held job on its last attempt goes to the failed table instead,
- * and (1.1) so does a job past its deadline that is not running.  In the
- * usual case nothing is due: the probe then finds nothing, and (1.1, with
- * preload) the next claims skip it until something may be due (duehint.c).
- * Returns whether it changed any job (a waiting claim keeps such a round).
- */
-static bool
-PromoteDueJobs(const JqCall *call, ArrayType *queues)
-{
-	bool		since_1_1 = JqCallSince(call, JQ_API_1_1);
-	Datum		args[2];
-	Datum	   *ready_ids;
-	Datum	   *exhausted_ids;
-	Datum	   *expired_ids;
-	int			ready_count = 0;
-	int			exhausted_count = 0;
-	int			expired_count = 0;
-	uint64		generation = 0;
-	bool		remember = false;
-	bool		changed = false;
-
-	if (since_1_1)
-	{
-		if (DueProbeCanBeSkipped(queues, call->now))
-			return false;
-		/* read before the probe's snapshot is taken: see duehint.c */
-		remember = DueProbeCanBeRemembered(&generation);
-		if (FailExpiredReadyJobs(call, queues))
-			remember = false, changed = true;
-	}
-
-	args[0] = PointerGetDatum(queues);
-	args[1] = TimestampTzGetDatum(call->now);
-	QueueExecute(call, &statements[PLAN_FIND_DUE], args, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-	{
-		if (remember)
-			RememberDueProbe(queues, generation, call->now,
-							 NextDueMoment(call, queues, DueProbeHorizon(call->now)));
-		return changed;
-	}
-
-	ready_ids = palloc(sizeof(Datum) * SPI_processed);
-	exhausted_ids = palloc(sizeof(Datum) * SPI_processed);
-	expired_ids = palloc(sizeof(Datum) * SPI_processed);
-	for (uint64 row = 0; row < SPI_processed; row++)
-	{
-		Datum		id = Int64GetDatum(SpiInt8(row, DUE_ID));
-
-		if (since_1_1 && SpiBool(row, DUE_HELD))
-			CountJobs(SpiText(row, DUE_QUEUE), JOB_EXPIRED, 1);
-		if (since_1_1 && SpiBool(row, DUE_EXPIRED))
-			expired_ids[expired_count++] = id;
-		else if (SpiBool(row, DUE_EXHAUSTED))
-			exhausted_ids[exhausted_count++] = id;
-		else
-		{
-			ready_ids[ready_count++] = id;
-			if (since_1_1)
-			{
-				ClaimPosition position = {SpiInt32(row, DUE_PRIORITY),
-										  SpiTimestampTz(row, DUE_AVAILABLE_AT),
-										  DatumGetInt64(id)};
-
-				/* no wake-up: this claim is about to take what it promoted */
-				NoteJobCanRun(SpiTextCopy(row, DUE_QUEUE), &position, true, JOB_EVENT_KINDS,
-							  JOB_WAKE_NOBODY, NULL);
-			}
-		}
-	}
-
-	if (ready_count > 0)
-	{
-		args[0] = PointerGetDatum(Int8ArrayFromDatums(ready_ids, ready_count));
-		QueueExecute(call, &statements[PLAN_MAKE_READY], args, NULL, SPI_OK_UPDATE);
-	}
-	FailJobs(call, &statements[PLAN_FAIL_EXHAUSTED], exhausted_ids, exhausted_count);
-	FailJobs(call, &statements[PLAN_FAIL_EXPIRED], expired_ids, expired_count);
-	return true;
-}
 
 /* What a claim hands out, the same for every queue of the call. */
 typedef struct ClaimTerms

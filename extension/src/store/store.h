@@ -62,6 +62,18 @@
 	" FROM @J@ GROUP BY queue"
 
 /*
+ * The ready flag as a re-check of rows found another way (by id, by
+ * deadline).  Written "IS TRUE" / "IS FALSE", which is the same for a NOT
+ * NULL column, so that the partial indexes on ready (claim order, waiting
+ * jobs) cannot serve these statements: a generic plan made while the
+ * table was empty would otherwise be as likely to walk a whole queue in
+ * one of them as to take the primary key or the deadline index.
+ */
+#define STILL_READY "ready IS TRUE"
+
+#define STILL_WAITING "ready IS FALSE"
+
+/*
  * True unless the queue's settings turn wake-ups off; $1 is the queue.  A
  * scalar subquery on queue_settings' primary key (one row at most), not
  * NOT EXISTS: the planner may answer an EXISTS of a row's column with a

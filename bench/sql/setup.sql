@@ -132,6 +132,10 @@ LANGUAGE sql AS $$
 $$;
 
 -- ---------------------------------------------------------------- PgQ
+-- Where the server has PgQ (Debian's postgresql-NN-pgq3; sid has none for
+-- 18, so bench/versions.sh measures 18 without it: percall.py needs none).
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_available_extensions WHERE name = 'pgq') AS have_pgq \gset
+\if :have_pgq
 CREATE EXTENSION pgq;
 SELECT pgq.create_queue('bench');
 -- A tick whenever at least one event is new: the fill procedure ticks after
@@ -152,6 +156,8 @@ BEGIN
         COMMIT;
     END LOOP;
 END $$;
+
+\endif
 
 -- ---------------------------------------------------------------- fills
 -- n jobs through the extension's own batch push, 10,000 per call.

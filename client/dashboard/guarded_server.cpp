@@ -11,7 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -108,17 +111,19 @@ namespace {
 
 // httplib's view of a connection on a request thread: the bytes already
 // read first, then the socket, each read and write bounded by io_timeout.
-class ConnectionStream : public httplib::Stream {
+// (httplib_compat::Stream maps these operations to the Stream of the
+// cpp-httplib version built with.)
+class ConnectionStream : public httplib_compat::Stream<> {
 public:
     // reads end at read_deadline whatever their own timeout says
     ConnectionStream(GuardedServer::Connection& c, std::chrono::milliseconds timeout,
                      SteadyClock::time_point read_deadline)
-        : c_(c), timeout_(timeout), read_deadline_(read_deadline) {}
-
-    bool is_readable() const override { return c_.pending() > 0 || wait_for(c_.sock, POLLIN, read_timeout()); }
-    bool is_writable() const override { return wait_for(c_.sock, POLLOUT, timeout_); }
+        : c_(c), timeout_(timeout), read_deadline_(read_deadline), started_(SteadyClock::now()) {}
 
     ssize_t read(char* ptr, size_t size) override {
+        // a refused request's body is never read: its answer is written and
+        // the connection ends (cpp-httplib 0.41 would read and drop it first)
+        if (close_requested) return -1;
         if (c_.pending() == 0) {
             if (!wait_for(c_.sock, POLLIN, read_timeout())) return -1;
             c_.buffer.resize(4096);
@@ -149,6 +154,14 @@ public:
     void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(c_.sock, false, ip, port); }
     socket_t socket() const override { return c_.sock; }
 
+protected:
+    bool buffered() const override { return c_.pending() > 0; }
+    bool await_readable() const override { return buffered() || wait_for(c_.sock, POLLIN, read_timeout()); }
+    bool await_writable() const override { return wait_for(c_.sock, POLLOUT, timeout_); }
+    std::chrono::milliseconds age() const override {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started_);
+    }
+
 private:
     std::chrono::milliseconds read_timeout() const {
         return std::min(timeout_, std::chrono::milliseconds(millis_until(read_deadline_)));
@@ -157,6 +170,58 @@ private:
     GuardedServer::Connection& c_;
     std::chrono::milliseconds timeout_;
     SteadyClock::time_point read_deadline_;
+    SteadyClock::time_point started_;
+};
+
+// The request threads: a fixed number, each taking the oldest task. Shut
+// down, they still run every task given before, and those that these tasks
+// give, then end. (The dashboard's own rather than httplib's ThreadPool,
+// which is not alike in every cpp-httplib version: see httplib_compat.hpp.)
+class RequestThreads {
+public:
+    explicit RequestThreads(std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) threads_.emplace_back([this] { run(); });
+    }
+    ~RequestThreads() { shutdown(); }
+
+    void add(std::function<void()> task) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            tasks_.push_back(std::move(task));
+        }
+        wake_.notify_one();
+    }
+
+    void shutdown() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        for (auto& t : threads_) t.join();
+        threads_.clear();
+    }
+
+private:
+    void run() {
+        for (;;) {
+            std::function<void()> task;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+                if (tasks_.empty()) return;  // stopping, and nothing left
+                task = std::move(tasks_.front());
+                tasks_.pop_front();
+            }
+            task();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<std::function<void()>> tasks_;
+    bool stopping_ = false;
+    std::vector<std::thread> threads_;  // last: the others exist before a thread starts
 };
 
 }  // namespace
@@ -176,7 +241,12 @@ public:
         ::close(wake_[1]);
     }
 
-    void enqueue(std::function<void()> fn) override { fn(); }
+    // (the task queue's answer differs between cpp-httplib versions: see
+    // httplib_compat.hpp; the socket is taken here in any case)
+    httplib_compat::EnqueueResult enqueue(std::function<void()> fn) override {
+        fn();
+        return httplib_compat::task_taken();
+    }
 
     void shutdown() override {
         {
@@ -229,7 +299,7 @@ private:
             return;
         }
         auto* raw = c.release();
-        workers_.enqueue([this, raw] {
+        workers_.add([this, raw] {
             std::unique_ptr<Connection> conn(raw);
             bool stopping;
             {
@@ -316,7 +386,7 @@ private:
     }
 
     GuardedServer& server_;
-    httplib::ThreadPool workers_;
+    RequestThreads workers_;
     std::thread reader_;
     int wake_[2] = {-1, -1};
     std::mutex mutex_;
@@ -355,7 +425,7 @@ bool GuardedServer::serve_one(Connection& conn, bool last) {
     bool closed = false;
     ++conn.served;
     bool close = last || conn.served >= keep_alive_max_count_;
-    bool ok = process_request(stream, close, closed, nullptr);
+    bool ok = serve_request(stream, close, closed);
     return ok && !close && !closed && !close_requested;
 }
 

@@ -34,11 +34,14 @@
 #include <memory>
 #include <string>
 
+#include "httplib_compat.hpp"
 #include "request_head.hpp"
 
 namespace jobqueue::dashboard {
 
-class GuardedServer : public httplib::Server {
+// (httplib_compat::Server: httplib::Server with process_request called alike
+// on every cpp-httplib version)
+class GuardedServer : public httplib_compat::Server {
 public:
     GuardedServer(HeadLimits limits, std::size_t threads);
     ~GuardedServer() override;

@@ -37,8 +37,7 @@ HOST_PG_VERSION=15
 declare -A DEBIAN_RELEASE_OF_PG=([17]=trixie [18]=sid)
 # The suites run on another version: all but those that test what does not
 # depend on the server's version (packaging, the command-line tool's
-# arguments, the dashboard's pages, the examples, PgBouncer) or that build
-# Debian 12's packages (package).
+# arguments, the dashboard's pages, the examples, PgBouncer).
 OTHER_PG_SUITES=regress,plan_rule,client,battery,dump,search_path,notify,chaos,ring_stress,ring,ring_dump,failover,flow_stress,shards,package
 
 # --pg: run this command once per version and add up the suites (a run's

@@ -3,13 +3,18 @@
 # the Debian packages, installed into a server that never saw the extension.
 #
 #   1. make dist builds jobqueue-<version>.zip of the tracked files as they
-#      are now (uncommitted changes included, untracked files not) and checks
+#      are now (uncommitted changes included, untracked files not; in a copy
+#      of the tree without its repository, such as scripts/debian-root.sh
+#      makes, the copy's files that .gitignore does not ignore) and checks
 #      it with scripts/pgxn-check.py; test_pgxn_check.py proves the checker
 #      refuses broken variants (META.json fields, missing files, layout).
 #   2. dpkg-buildpackage -b in the unpacked archive (so the archive alone is
-#      enough to build), with the system's PostgreSQL and a clean PATH.
-#   3. each package holds exactly the files in tests/package/expected/.
-#   4. a private copy of PostgreSQL 15 with every jobqueue file taken out:
+#      enough to build), with the system's PostgreSQL and a clean PATH: the
+#      packages of PostgreSQL JQ_PG_VERSION (default 15, Debian 12's; 17 and
+#      18 under scripts/test.sh --pg=N, in the Debian release that has N).
+#   3. the packages built are exactly those of tests/package/expected/, and
+#      each holds exactly the files listed there ("@PG@" is the version).
+#   4. a private copy of that PostgreSQL with every jobqueue file taken out:
 #      CREATE EXTENSION fails there; the extension package is extracted over
 #      it (dpkg-deb -x); then CREATE EXTENSION works, the library is loaded
 #      from the copy, a push / reserve / delete round trip works, and 1.0
@@ -34,8 +39,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
 HERE=$ROOT/tests/package
 OUT=$ROOT/build/package
-SYSTEM_PG_LIB=/usr/lib/postgresql/15
-SYSTEM_PG_SHARE=/usr/share/postgresql/15
 SELFTEST=${JQ_PACKAGE_SELFTEST:-0}
 BUILD_TIMEOUT=${JQ_PACKAGE_BUILD_TIMEOUT:-900}
 CHECKS_SUITE=package
@@ -53,8 +56,16 @@ unset JQ_CLUSTER_DIR JQ_PGDATA JQ_SERVER_LOG PGHOST PGPORT PGDATABASE
 
 source scripts/install-deps.sh
 # the test command's packages (scripts/packages.txt: build-essential, debhelper,
-# postgresql-server-dev-all and the client's; none missing under scripts/test.sh)
-jq_install_purpose test || die "build dependencies"
+# postgresql-server-dev-all and the client's; none missing under scripts/test.sh),
+# or, on another PostgreSQL version (scripts/test.sh --pg=N), the list it names
+# (JQ_TEST_PACKAGES=test_other_pg)
+jq_install_purpose "${JQ_TEST_PACKAGES:-test}" || die "build dependencies"
+# The PostgreSQL major version whose packages are built and tested (set by
+# scripts/install-deps.sh: JQ_PG_VERSION, default 15).
+PG=$JQ_PG_VERSION
+SYSTEM_PG_LIB=/usr/lib/postgresql/$PG
+SYSTEM_PG_SHARE=/usr/share/postgresql/$PG
+EXT_PACKAGE=postgresql-$PG-jobqueue
 
 WORK=$(mktemp -d /tmp/jq-pkg.XXXXXX)
 chmod 755 "$WORK"
@@ -74,8 +85,18 @@ q() { timeout 60 "$JQ_PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 # ------------------------------------------------------------ 1. the archive
 rm -rf "$OUT"
 mkdir -p "$OUT"
-ref=$(git stash create) || die "git stash create"
-ref=${ref:-HEAD}
+if [[ $(git -C "$ROOT" rev-parse --show-toplevel 2> /dev/null) -ef $ROOT ]]; then
+    ref=$(git stash create) || die "git stash create"
+    ref=${ref:-HEAD}
+else
+    # A copy of the tree without its .git (scripts/debian-root.sh copies the
+    # tracked and untracked, not ignored, files to /src): make dist archives
+    # the tree of a throwaway repository holding the copy's files, with the
+    # copy's .gitignore applied as in the checkout it came from.
+    export GIT_DIR=$WORK/git GIT_WORK_TREE=$ROOT
+    git init -q "$GIT_DIR" && git add -A && ref=$(git write-tree) \
+        || die "git: a tree of the copy's files (no repository in $ROOT)"
+fi
 make -s -C "$OUT" -f "$ROOT/Makefile" dist DIST_REF="$ref" > "$OUT/dist.log" 2>&1 \
     || { cat "$OUT/dist.log"; die "make dist builds an archive that passes pgxn-check"; }
 zips=("$OUT"/jobqueue-*.zip)
@@ -98,11 +119,38 @@ if [[ ${JQ_LONG:-0} == 1 ]]; then
 else
     build_flags=(DEB_BUILD_OPTIONS="noautodbgsym noopt" DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g)
 fi
+# debian/control is generated from debian/control.in by pg_buildext (one
+# postgresql-N-jobqueue paragraph per version debian/pgversions allows that
+# this Debian supports, "pg_buildext supported-versions": 15 on Debian 12, 17
+# on Debian 13, 18 on sid).  The committed file is Debian 12's, for 15, and
+# the build's clean step (pgxs_debian_control.mk: pg_buildext checkcontrol)
+# fails when it is not what control.in gives here.  On the release it was
+# generated for, that is the check that it is up to date.  On another one it
+# is rebuilt the way PostgreSQL's own rebuilds of Debian's sources for other
+# releases do it (backports and apt.postgresql.org: checkcontrol regenerates
+# the file when the changelog names such a suite or PG_UPDATECONTROL is set;
+# Debian's own buildds never do, a new upload carries the file): with
+# PG_UPDATECONTROL=yes, so the build's clean step writes debian/control for
+# this release's version and says so ("Notice: Updating debian/control").
+CONTROL_PG=$(sed -n 's/^Package: postgresql-\([0-9][0-9]*\)-jobqueue$/\1/p' "$SRC/debian/control")
+control_env=()
+[[ $CONTROL_PG == "$PG" ]] || control_env=(PG_UPDATECONTROL=yes)
 build_start=$SECONDS
-(cd "$SRC" && env -u PG_CONFIG -u MAKEFLAGS PATH=/usr/sbin:/usr/bin:/sbin:/bin "${build_flags[@]}" \
+(cd "$SRC" && env -u PG_CONFIG -u MAKEFLAGS -u PG_UPDATECONTROL PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+    "${build_flags[@]}" "${control_env[@]}" \
     timeout "$BUILD_TIMEOUT" dpkg-buildpackage -us -uc -b -j2) > "$OUT/build.log" 2>&1 \
     || { tail -n 40 "$OUT/build.log"; die "dpkg-buildpackage -b"; }
 check "dpkg-buildpackage -b from the archive ($((SECONDS - build_start))s)" t
+updated=f
+grep -q '^Notice: Updating debian/control from debian/control.in' "$OUT/build.log" && updated=t
+if [[ $CONTROL_PG == "$PG" ]]; then
+    check "debian/control is control.in's for PostgreSQL $PG (the build's check left it alone)" \
+        "$([[ $updated == f ]] && echo t || echo f)"
+else
+    check "debian/control (committed for $CONTROL_PG) regenerated by the build for PostgreSQL $PG" \
+        "$([[ $updated == t ]] && grep -qx "Package: $EXT_PACKAGE" "$SRC/debian/control" && echo t || echo f)" \
+        "$(grep '^Package:' "$SRC/debian/control" | tr '\n' ' ')"
+fi
 
 VERSION=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Version)
 ARCH=$(dpkg --print-architecture)
@@ -112,13 +160,26 @@ deb() { echo "$OUT/${1}_${VERSION}_${ARCH}.deb"; }
 
 if [[ $SELFTEST == 1 ]]; then
     echo "== self-test: the extension package loses jobqueue--1.1--1.2.sql"
-    dpkg-deb -R "$(deb postgresql-15-jobqueue)" "$WORK/repack"
+    dpkg-deb -R "$(deb "$EXT_PACKAGE")" "$WORK/repack"
     rm "$WORK/repack$SYSTEM_PG_SHARE/extension/jobqueue--1.1--1.2.sql"
-    dpkg-deb -b "$WORK/repack" "$(deb postgresql-15-jobqueue)" > /dev/null
+    dpkg-deb -b "$WORK/repack" "$(deb "$EXT_PACKAGE")" > /dev/null
 fi
 
 # ------------------------------------------------------------ 3. the contents
-for package in postgresql-15-jobqueue libjobqueue-dev jobqueue-cli; do
+# expected/PACKAGE.files for each package, "@PG@" in the name and the lines
+# standing for the PostgreSQL version and "@MULTIARCH@" for the multiarch
+# triplet; the build must make these packages and no other.
+packages=() templates=()
+for expected in "$HERE"/expected/*.files; do
+    templates+=("$(basename "$expected" .files)")
+    packages+=("${templates[-1]//@PG@/$PG}")
+done
+built=$(cd "$OUT" && for f in *.deb; do [[ -f $f ]] && echo "${f%%_*}"; done | sort)
+check "the packages built are those of tests/package/expected/ ($(echo $built))" \
+    "$([[ $built == "$(printf '%s\n' "${packages[@]}" | sort)" ]] && echo t || echo f)" \
+    "expected: ${packages[*]}"
+for i in "${!packages[@]}"; do
+    package=${packages[i]} template=${templates[i]}
     file=$(deb "$package")
     if [[ ! -f $file ]]; then
         check "$package: built" f "no $file"
@@ -126,7 +187,8 @@ for package in postgresql-15-jobqueue libjobqueue-dev jobqueue-cli; do
     fi
     # regular files and symlinks; directories follow from them
     dpkg-deb -c "$file" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' | sort > "$WORK/$package.files"
-    sed "s/@MULTIARCH@/$MULTIARCH/" "$HERE/expected/$package.files" | sort > "$WORK/$package.expected"
+    sed -e "s/@MULTIARCH@/$MULTIARCH/g" -e "s/@PG@/$PG/g" "$HERE/expected/$template.files" \
+        | sort > "$WORK/$package.expected"
     if diff -u "$WORK/$package.expected" "$WORK/$package.files" > "$WORK/$package.diff"; then
         check "$package: exactly the expected $(wc -l < "$WORK/$package.files") files" t
     else
@@ -138,18 +200,29 @@ done
 # ------------------------------------------------------------ 4. a clean server
 mkdir -p "$PGROOT/usr/lib/postgresql" "$PGROOT/usr/share/postgresql"
 cp -a "$SYSTEM_PG_LIB" "$PGROOT/usr/lib/postgresql/" && cp -a "$SYSTEM_PG_SHARE" "$PGROOT/usr/share/postgresql/" \
-    || die "copy PostgreSQL 15"
+    || die "copy PostgreSQL $PG"
 # The test command may have run "make install" into the system's tree.
 find "$PGROOT" -name 'jobqueue*' -exec rm -rf {} +
 check "the PostgreSQL copy holds no jobqueue file" "$([[ -z $(find "$PGROOT" -name 'jobqueue*') ]] && echo t || echo f)"
 chmod -R a+rX "$WORK"
 jq_cluster_start > "$WORK/cluster.log" || { cat "$WORK/cluster.log"; die "start a server from the copy"; }
 
+# The server's files are the copy's: its share directory (where it looks for
+# extensions) is the copy's.  Up to 17 the error names the control file it
+# could not open, in the copy; from 18 (extension_control_path) it says only
+# that the extension is not available.
 before=$(q -c 'CREATE EXTENSION jobqueue' 2>&1)
+sharedir=$(q -c "SELECT setting FROM pg_config WHERE name = 'SHAREDIR'" 2>&1)
+if (( PG < 18 )); then
+    failed_in_copy=$([[ $before == *"$PGROOT$SYSTEM_PG_SHARE/extension/jobqueue.control"* ]] && echo t || echo f)
+else
+    failed_in_copy=$([[ $before == *'extension "jobqueue" is not available'* ]] && echo t || echo f)
+fi
 check "before the package: CREATE EXTENSION fails, looking in the copy" \
-    "$([[ $before == *"$PGROOT$SYSTEM_PG_SHARE/extension/jobqueue.control"* ]] && echo t || echo f)" "$before"
+    "$([[ $failed_in_copy == t && $sharedir == "$PGROOT$SYSTEM_PG_SHARE" ]] && echo t || echo f)" \
+    "$before (SHAREDIR: $sharedir)"
 
-dpkg-deb -x "$(deb postgresql-15-jobqueue)" "$PGROOT" || die "dpkg-deb -x postgresql-15-jobqueue"
+dpkg-deb -x "$(deb "$EXT_PACKAGE")" "$PGROOT" || die "dpkg-deb -x $EXT_PACKAGE"
 chmod -R a+rX "$PGROOT"
 check_sql "CREATE EXTENSION jobqueue from the package (version $EXTVERSION)" \
     -c 'CREATE EXTENSION jobqueue' -c "SELECT extversion = '$EXTVERSION' FROM pg_extension WHERE extname = 'jobqueue'"

@@ -30,6 +30,22 @@
 	" || pg_catalog.chr(10) || '" JQ_TRUNCATED_TAIL "' END"
 
 /*
+ * Move the jobs of ids $1 to the failed table at $2, each with the error
+ * error_sql (an SQL text expression over the job's columns) and its last
+ * error after it.
+ */
+#define FAIL_MOVED_SQL(error_sql) \
+	JQ_HOT_PATH_MARK "WITH moved AS (" \
+	"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *" \
+	")" \
+	" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")" \
+	" SELECT id, id, queue, name, payload, priority, attempts, max_attempts," \
+	CUT_ERROR_TEXT(error_sql " || " WITH_LAST_ERROR) "," \
+	"  $2, created_at" \
+	" FROM moved" \
+	" RETURNING queue"
+
+/*
  * The statements of promote.c, run by the statement engine (exec/statements.c);
  * registered once (promote_statements, from the folder's Init).
  */
@@ -78,16 +94,7 @@ static JqStatement statements[NUM_PROMOTE_STATEMENTS] = {
 	}},
 	[PLAN_FAIL_EXHAUSTED] = {.name = "fail_exhausted", .text = {
 		[JQ_API_1_0] = {
-			JQ_HOT_PATH_MARK "WITH moved AS ("
-			"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
-			")"
-			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
-			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
-			CUT_ERROR_TEXT("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"
-						   " || " WITH_LAST_ERROR) ","
-			"  $2, created_at"
-			" FROM moved"
-			" RETURNING queue",
+			FAIL_MOVED_SQL("'lease expired after the last attempt (' || attempts || ' of ' || max_attempts || ')'"),
 			2, {INT8ARRAYOID, TIMESTAMPTZOID}
 		},
 	}},
@@ -121,16 +128,7 @@ static JqStatement statements[NUM_PROMOTE_STATEMENTS] = {
 	}},
 	[PLAN_FAIL_EXPIRED] = {.name = "fail_expired", .text = {
 		[JQ_API_1_1] = {
-			JQ_HOT_PATH_MARK "WITH moved AS ("
-			"  DELETE FROM @J@ WHERE id = ANY ($1) RETURNING *"
-			")"
-			" INSERT INTO @S@.queue_failed_jobs (" FAILED_COLUMNS ")"
-			" SELECT id, id, queue, name, payload, priority, attempts, max_attempts,"
-			CUT_ERROR_TEXT("'expired: its deadline (' || deadline || ') passed before it could run'"
-						   " || " WITH_LAST_ERROR) ","
-			"  $2, created_at"
-			" FROM moved"
-			" RETURNING queue",
+			FAIL_MOVED_SQL("'expired: its deadline (' || deadline || ') passed before it could run'"),
 			2, {INT8ARRAYOID, TIMESTAMPTZOID}
 		},
 	}},

@@ -50,7 +50,7 @@ COMMANDS = {
     "bench": {
         # bench/CMakeLists.txt adds client/ with the tool and examples off
         "cmake": ["bench/CMakeLists.txt", "client/CMakeLists.txt"],
-        "shell": ["bench/*.sh", "scripts/cluster.sh", "scripts/install-deps.sh"],
+        "shell": ["bench/*.sh", "bench/lib/*.sh", "scripts/cluster.sh", "scripts/install-deps.sh"],
         "python": ["bench/*.py"],
     },
 }

@@ -11,8 +11,8 @@
  * search of the waiting jobs: their executors' start and end (an UPDATE
  * of the partitioned table starts one result relation per partition) cost
  * several times the two index look-ups and the one row update they make
- * (docs/performance.md, "A key's slot handed on").  Here the same work is
- * done with the access methods:
+ * (bench/history/2026-12-06-performance-log.md, "A key's slot handed on").
+ * Here the same work is done with the access methods:
  *
  *   - the key's row is found by queue_key_slots' primary key under a
  *     statement's snapshot and locked as FOR UPDATE locks it: waiting for

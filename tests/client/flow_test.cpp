@@ -3,7 +3,7 @@
 // unique-key modes, jobs that wait for other jobs, and a worker on a
 // rate-limited queue.
 //
-// As client_test.cpp: the standard PG* environment (a superuser in database
+// As client_fixture.hpp: the standard PG* environment (a superuser in database
 // postgres), queues of each test's own, deleted with their limits at the end.
 #include <gtest/gtest.h>
 

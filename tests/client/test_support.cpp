@@ -15,6 +15,15 @@ std::string unique_queue(const std::string& prefix) {
     return prefix + "_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
 }
 
+std::string lit(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) {
+        if (c == '\'') out += '\'';
+        out += c;
+    }
+    return out + "'";
+}
+
 std::string sql_value(PGconn* conn, const std::string& sql) {
     std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(conn, sql.c_str()), &PQclear);
     auto status = PQresultStatus(r.get());

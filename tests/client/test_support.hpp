@@ -16,6 +16,9 @@ namespace jobqueue::testing {
 // A queue name unique to this process and call ("<prefix>_<pid>_<n>").
 std::string unique_queue(const std::string& prefix);
 
+// s as an SQL string literal ('...', quotes doubled).
+std::string lit(const std::string& s);
+
 // Runs SQL on a fresh superuser connection and returns the first column of
 // the first row ("" when there is none). Throws std::runtime_error on error.
 std::string sql_value(const std::string& sql);

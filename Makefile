@@ -49,6 +49,7 @@ OBJS = \
 	extension/src/runtime/counters.o \
 	extension/src/runtime/duehint.o \
 	extension/src/runtime/notifier.o \
+	extension/src/runtime/prepared.o \
 	extension/src/runtime/runnable.o \
 	extension/src/runtime/runtime.o \
 	extension/src/runtime/shmem.o \

@@ -167,6 +167,8 @@ suite_notify() {
     # database postgres (the PG* environment), also when run alone (--only)
     psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION IF NOT EXISTS jobqueue'
     timeout 180 /usr/bin/python3 tests/notify/coalesce.py
+    # PREPARE TRANSACTION after a push; COMMIT PREPARED wakes (prepared.c)
+    timeout 120 /usr/bin/python3 tests/notify/twophase.py
 }
 
 # Chaos: workers killed at random and the server restarted under load
@@ -303,8 +305,9 @@ make PG_CFLAGS="$WERROR_CFLAGS" PG_CONFIG="$PG_CONFIG"
 make install PG_CONFIG="$PG_CONFIG"
 
 # Preloaded, as production should run it: the shared-memory wake-ups of
-# queue_reserve's wait are then in play (the ticker stays off).
-JQ_PRELOAD=jobqueue jq_cluster_start
+# queue_reserve's wait are then in play (the ticker stays off).  Prepared
+# transactions allowed, for the two-phase tests (twophase_wakeups, notify).
+JQ_PRELOAD=jobqueue JQ_PGCONF="max_prepared_transactions = 10" jq_cluster_start
 
 phase="suites"
 for s in "${SUITES[@]}"; do

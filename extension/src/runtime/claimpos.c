@@ -369,7 +369,68 @@ AdvanceLocked(PositionSlot *slot, const PendingClaim *claim, TimestampTz now)
 		slot->at = target;
 }
 
-/* The transaction-end step of claim positions (xact.c). */
+/*
+ * PREPARE TRANSACTION: the moves back are kept for COMMIT PREPARED, the
+ * earliest per slot (prepared.c); with no room for one, the positions of
+ * the database are distrusted then instead.
+ */
+static void
+CarryMovesToPrepared(PreparedEffects *effects)
+{
+	ListCell   *cell;
+
+	foreach(cell, pending_moves)
+	{
+		PendingMove *move = (PendingMove *) lfirst(cell);
+		PreparedMove *carried = NULL;
+
+		for (int i = 0; i < effects->move_count && carried == NULL; i++)
+			if (effects->moves[i].slot == move->slot &&
+				effects->moves[i].incarnation == move->incarnation)
+				carried = &effects->moves[i];
+		if (carried != NULL)
+		{
+			if (JobOrderBefore(&move->to, &carried->to))
+				carried->to = move->to;
+		}
+		else if (effects->move_count < PREPARED_QUEUES)
+		{
+			carried = &effects->moves[effects->move_count++];
+			carried->slot = move->slot;
+			carried->incarnation = move->incarnation;
+			carried->to = move->to;
+		}
+		else
+			effects->overflow = true;
+	}
+}
+
+/* COMMIT PREPARED: the prepared transaction's moves back. */
+void
+ClaimPositionsApplyPrepared(const PreparedEffects *effects)
+{
+	if (positions == NULL)
+		return;
+	SpinLockAcquire(&positions->mutex);
+	for (int i = 0; i < effects->move_count; i++)
+	{
+		PositionSlot *slot = &positions->slots[effects->moves[i].slot];
+
+		if (slot->incarnation == effects->moves[i].incarnation)
+			MoveBackLocked(slot, &effects->moves[i].to);
+	}
+	if (effects->overflow)
+		for (int i = 0; i < POSITION_SLOTS; i++)
+			if (positions->slots[i].database == MyDatabaseId)
+				positions->slots[i].valid = false;	/* the next claims search from the head */
+	SpinLockRelease(&positions->mutex);
+}
+
+/*
+ * The transaction-end step of claim positions (xact.c).  A prepared
+ * transaction's claims are undone as a rollback's are (moving a position
+ * back is always safe); its moves wait for COMMIT PREPARED.
+ */
 void
 ClaimPositionsAtTransactionEnd(XactEvent event)
 {
@@ -377,7 +438,16 @@ ClaimPositionsAtTransactionEnd(XactEvent event)
 	ListCell   *cell;
 	TimestampTz now;
 
-	if (!commit && event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT)
+	if (event == XACT_EVENT_PRE_PREPARE)
+	{
+		PreparedEffects *effects = EffectsBeingPrepared();
+
+		if (effects != NULL)
+			CarryMovesToPrepared(effects);
+		return;
+	}
+	if (!commit && event != XACT_EVENT_ABORT && event != XACT_EVENT_PARALLEL_ABORT &&
+		event != XACT_EVENT_PREPARE)
 		return;
 	if (pending_claims == NIL && pending_moves == NIL)
 		return;

@@ -9,8 +9,8 @@
  * and queue, for queue_counters() (and so the dashboard's rates and
  * Prometheus).  A count is noted in the backend first and reaches shared
  * memory only when its transaction commits: a push that rolls back (or
- * whose subtransaction does) never counts.  Two-phase transactions are
- * not counted (PREPARE TRANSACTION drops what they noted).
+ * whose subtransaction does) never counts.  A prepared transaction's
+ * counts are kept for its COMMIT PREPARED (prepared.c).
  *
  * Counters are cumulative from the server's start, as Prometheus expects
  * of a counter (a restart resets them; rates are the reader's business),
@@ -174,38 +174,49 @@ SlotLocked(Oid database, const char *queue)
 	return reusable;
 }
 
-/* Add what the committed transaction noted (at every level left) to shared memory. */
+/* Add counts of queue (this database's) to shared memory. */
 static void
-PublishPending(void)
+AddCounts(const char *queue, const int64 *counts)
 {
-	for (int i = 0; i < pending_count; i++)
-	{
-		CounterSlot *slot;
+	CounterSlot *slot;
 
-		SpinLockAcquire(&counters->mutex);
-		slot = SlotLocked(MyDatabaseId, pending[i].queue);
-		for (int e = 0; e < JOB_EVENT_KINDS; e++)
-			slot->counts[e] += (uint64) pending[i].counts[e];
-		SpinLockRelease(&counters->mutex);
-	}
+	SpinLockAcquire(&counters->mutex);
+	slot = SlotLocked(MyDatabaseId, queue);
+	for (int e = 0; e < JOB_EVENT_KINDS; e++)
+		slot->counts[e] += (uint64) counts[e];
+	SpinLockRelease(&counters->mutex);
 }
 
 /*
  * At commit the counts become visible, after the transaction's changes
  * (the callback runs once the commit is recorded and visible); at abort
- * or PREPARE they are dropped.
+ * they are dropped; at PREPARE they go to the prepared effects, for COMMIT
+ * PREPARED (prepared.c).
  */
 void
 CountersAtTransactionEnd(XactEvent event)
 {
+	PreparedEffects *effects;
+
 	if (pending_count == 0)
 		return;
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			PublishPending();
+			for (int i = 0; i < pending_count; i++)
+				AddCounts(pending[i].queue, pending[i].counts);
 			pending_count = 0;
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			effects = EffectsBeingPrepared();
+			for (int i = 0; i < pending_count && effects != NULL; i++)
+			{
+				PreparedQueue *carried = PreparedQueueOf(effects, pending[i].queue);
+
+				for (int e = 0; carried != NULL && e < JOB_EVENT_KINDS; e++)
+					carried->counts[e] += pending[i].counts[e];
+			}
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
@@ -215,6 +226,16 @@ CountersAtTransactionEnd(XactEvent event)
 		default:
 			break;
 	}
+}
+
+/* COMMIT PREPARED: the prepared transaction's counts. */
+void
+CountersApplyPrepared(const PreparedEffects *effects)
+{
+	if (counters == NULL)
+		return;
+	for (int i = 0; i < effects->queue_count; i++)
+		AddCounts(effects->queues[i].queue, effects->queues[i].counts);
 }
 
 /* The entry of queue at level among the first count entries, or NULL. */

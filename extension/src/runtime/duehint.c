@@ -131,20 +131,43 @@ RememberDueProbe(ArrayType *queues, uint64 generation, TimestampTz now, Timestam
 	pending.valid = true;
 }
 
+/* Rows written by a committed transaction fall due at moment: announce them if soon. */
+static void
+AnnounceDueAt(TimestampTz moment)
+{
+	pg_atomic_uint64 *counter = SharedDueWritesCounter();
+
+	if (counter != NULL &&
+		(QueueClockShifted() || moment < GetCurrentTimestamp() + LOOKAHEAD_USECS))
+		pg_atomic_fetch_add_u64(counter, 1);
+}
+
+/* COMMIT PREPARED: the prepared transaction's rows are visible now. */
+void
+DueHintApplyPrepared(const PreparedEffects *effects)
+{
+	if (effects->due_noted)
+		AnnounceDueAt(effects->due_at);
+}
+
 /*
  * At commit (the rows are visible by now): announce rows falling due soon,
- * and keep this transaction's probe.  At abort: forget both.
+ * and keep this transaction's probe.  At abort: forget both.  PREPARE
+ * leaves the announcement to COMMIT PREPARED and forgets the probe (what it
+ * promoted is not visible to others until then).
  */
 void
 DueHintAtTransactionEnd(XactEvent event)
 {
+	if (event == XACT_EVENT_PRE_PREPARE && note_set && EffectsBeingPrepared() != NULL)
+	{
+		EffectsBeingPrepared()->due_noted = true;
+		EffectsBeingPrepared()->due_at = note_at;
+	}
 	if (event == XACT_EVENT_COMMIT)
 	{
-		pg_atomic_uint64 *counter = SharedDueWritesCounter();
-
-		if (note_set && counter != NULL &&
-			(QueueClockShifted() || note_at < GetCurrentTimestamp() + LOOKAHEAD_USECS))
-			pg_atomic_fetch_add_u64(counter, 1);
+		if (note_set)
+			AnnounceDueAt(note_at);
 		if (pending.valid)
 		{
 			ForgetProbe(&remembered);
@@ -152,7 +175,7 @@ DueHintAtTransactionEnd(XactEvent event)
 			memset(&pending, 0, sizeof(ProbeMemory));
 		}
 	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
 	{
 		ForgetProbe(&pending);

@@ -14,8 +14,8 @@
  * in a transaction of its own, at most once per jobqueue.notify_coalesce:
  * the trailing edge.
  *
- * A transaction decides once per queue, at its first wake-up of it, and
- * keeps to it: it notifies the queue itself, or leaves it to the sender,
+ * A transaction decides once per queue, just before it commits (the
+ * wake-ups it noted, wakeup.c), and keeps to it: it notifies the queue itself, or leaves it to the sender,
  * never both, so each queue is announced once per transaction.
  *
  * Why no listener sleeps past a job: a committed job's transaction either
@@ -294,8 +294,14 @@ NotifierAtTransactionEnd(XactEvent event)
 	ListCell   *cell;
 	Latch	   *latch = NULL;
 
+	/*
+	 * The decisions are made at pre-commit (wakeup.c), so a prepared
+	 * transaction has none; were it otherwise, PREPARE lets go as an abort
+	 * does, before the lists' memory goes.
+	 */
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
-		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
+		event != XACT_EVENT_PREPARE)
 		return;
 	if (held_sender >= 0)
 	{

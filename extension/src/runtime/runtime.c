@@ -25,6 +25,8 @@ JqRuntimeInit(bool preloading)
 		JobqueueRequestWaiting();
 		JobqueueRequestClaimPositions();
 		JobqueueRequestCounters();
+		/* a prepared transaction's wake-ups and counts, kept for COMMIT PREPARED */
+		JobqueueRequestPrepared();
 	}
 	/* one callback for every step above that ends with the transaction */
 	RegisterTransactionEnd(preloading);

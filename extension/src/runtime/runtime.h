@@ -80,9 +80,10 @@ extern void NoteClaimable(text *queue, const ClaimPosition *position);
 /* ticker.c: the background ticker, with shared_preload_libraries */
 extern void JobqueueDefineTicker(bool preloading);
 
-/* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name */
+/* wakeup.c: NOTIFY on channel "jobqueue", payload the queue's name, at commit */
 #define JQ_NOTIFY_CHANNEL "jobqueue"
 extern void WakeQueue(text *queue);
+extern void WakeQueueNamed(const char *queue);
 
 /* notifier.c: coalesced NOTIFY, with shared_preload_libraries */
 extern void JobqueueDefineNotifier(bool preloading);
@@ -102,8 +103,49 @@ typedef enum JobWake
 extern void NoteJobCanRun(text *queue, const ClaimPosition *position, bool claimable,
 						  JobEvent event, JobWake wake, List **wake_queues);
 
+/*
+ * prepared.c: what a prepared transaction leaves to COMMIT PREPARED.  At
+ * PREPARE TRANSACTION each step below adds what it would have published
+ * at commit to the effects being prepared; COMMIT PREPARED, from any
+ * session, publishes them (ROLLBACK PREPARED drops them).
+ */
+#define PREPARED_QUEUES 16
+typedef struct PreparedQueue
+{
+	char		queue[JQ_QUEUE_NAME_BYTES];
+	bool		wake;			/* NOTIFY its listeners */
+	int64		counts[JOB_EVENT_KINDS];
+} PreparedQueue;
+typedef struct PreparedMove
+{
+	int			slot;
+	uint64		incarnation;
+	ClaimPosition to;
+} PreparedMove;
+typedef struct PreparedEffects
+{
+	bool		overflow;		/* more queues or moves than fit: see prepared.c */
+	bool		jobs_due;		/* wake waiting claims */
+	bool		due_noted;		/* a row falls due at due_at (duehint.c) */
+	TimestampTz due_at;
+	int			queue_count;
+	PreparedQueue queues[PREPARED_QUEUES];
+	int			move_count;
+	PreparedMove moves[PREPARED_QUEUES];
+} PreparedEffects;
+extern void JobqueueRequestPrepared(void);
+extern PreparedEffects *EffectsBeingPrepared(void);
+extern PreparedQueue *PreparedQueueOf(PreparedEffects *effects, const char *queue);
+extern void PreparedAtTransactionEnd(XactEvent event);
+extern void CountersApplyPrepared(const PreparedEffects *effects);
+extern void ClaimPositionsApplyPrepared(const PreparedEffects *effects);
+extern void WakeWaitingClaims(void);
+extern void DueHintApplyPrepared(const PreparedEffects *effects);
+
 /* xact.c: the one transaction-end callback, and the steps it runs in order */
 extern void RegisterTransactionEnd(bool preloading);
+extern void WakeupsAtTransactionEnd(XactEvent event);
+extern void WakeupsAtSubtransactionEnd(SubXactEvent event);
 extern void CountersAtTransactionEnd(XactEvent event);
 extern void CountersAtSubtransactionEnd(SubXactEvent event);
 extern void ClaimPositionsAtTransactionEnd(XactEvent event);

@@ -48,17 +48,29 @@ FillShared(void *segment)
 	pg_atomic_init_u64(&fresh->wakeups, 0);
 }
 
-/* After commit the jobs are visible: wake the waiting claims. */
+/* Wake every waiting claim: jobs were made due, and are visible by now. */
+void
+WakeWaitingClaims(void)
+{
+	if (shared == NULL)
+		return;
+	/* counted first: a claim that reads the count after it misses nothing */
+	pg_atomic_fetch_add_u64(&shared->wakeups, 1);
+	ConditionVariableBroadcast(&shared->jobs_due);
+}
+
+/*
+ * After commit the jobs are visible: wake the waiting claims.  A prepared
+ * transaction leaves that to its COMMIT PREPARED (prepared.c).
+ */
 void
 WaitingAtTransactionEnd(XactEvent event)
 {
-	if (event == XACT_EVENT_COMMIT && jobs_due_at_commit && shared != NULL)
-	{
-		/* counted first: a claim that reads the count after it misses nothing */
-		pg_atomic_fetch_add_u64(&shared->wakeups, 1);
-		ConditionVariableBroadcast(&shared->jobs_due);
-	}
-	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+	if (event == XACT_EVENT_COMMIT && jobs_due_at_commit)
+		WakeWaitingClaims();
+	if (event == XACT_EVENT_PRE_PREPARE && jobs_due_at_commit && EffectsBeingPrepared() != NULL)
+		EffectsBeingPrepared()->jobs_due = true;
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
 		jobs_due_at_commit = false;
 }

@@ -4,9 +4,12 @@
  *	  Wake-ups: NOTIFY jobqueue, '<queue>' when a job becomes due now.
  *
  * Sent for a push, a retry or a release without delay, never for a delayed
- * job.  PostgreSQL queues a NOTIFY until commit and drops duplicates within
- * a transaction (subtransactions included), so a queue is announced at most
- * once per transaction and a rolled-back transaction wakes nobody.
+ * job.  A wake-up is noted here, once per queue and transaction, and the
+ * NOTIFY is queued only when the transaction is about to commit (its
+ * pre-commit step): so a rolled-back transaction or subtransaction wakes
+ * nobody, and a transaction that is prepared instead (PREPARE
+ * TRANSACTION, which PostgreSQL refuses after a NOTIFY) hands its
+ * wake-ups to COMMIT PREPARED (prepared.c).
  *
  * NOTIFY makes PostgreSQL serialise the commits of notifying transactions:
  * with the library preloaded, wake-ups of a busy queue are coalesced
@@ -17,7 +20,8 @@
  */
 #include "runtime/runtime.h"
 
-#include "commands/async.h"
+#include "access/xact.h"
+#include "utils/memutils.h"
 #include "utils/builtins.h"
 
 /*
@@ -41,11 +45,99 @@ static JqStatement statements[NUM_WAKEUP_STATEMENTS] = {
 
 JqStatementSet wakeup_statements = JQ_STATEMENT_SET(statements);
 
-/* Queue the wake-up for queue; it is delivered when the transaction commits. */
+/* A queue to wake when the transaction commits, noted at a nesting level. */
+typedef struct NotedWakeup
+{
+	int			level;			/* GetCurrentTransactionNestLevel() when noted */
+	char		queue[JQ_QUEUE_NAME_BYTES];
+} NotedWakeup;
+
+static List *noted_wakeups = NIL;	/* of NotedWakeup *, in TopTransactionContext */
+
+/* Wake the listeners of queue when the transaction commits. */
+void
+WakeQueueNamed(const char *queue)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *cell;
+	NotedWakeup *noted;
+	MemoryContext old;
+
+	/* noted at this level or an enclosing one: it stands as long as this one */
+	foreach(cell, noted_wakeups)
+	{
+		noted = (NotedWakeup *) lfirst(cell);
+		if (noted->level <= level && strcmp(noted->queue, queue) == 0)
+			return;
+	}
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	noted = palloc0(sizeof(NotedWakeup));
+	noted->level = level;
+	strlcpy(noted->queue, queue, JQ_QUEUE_NAME_BYTES);
+	noted_wakeups = lappend(noted_wakeups, noted);
+	MemoryContextSwitchTo(old);
+}
+
 void
 WakeQueue(text *queue)
 {
-	NotifyQueueListeners(text_to_cstring(queue));
+	WakeQueueNamed(text_to_cstring(queue));
+}
+
+/*
+ * Before commit, queue the NOTIFYs (or leave them to the coalescing sender,
+ * notifier.c); before PREPARE, hand them to the prepared effects.
+ */
+void
+WakeupsAtTransactionEnd(XactEvent event)
+{
+	ListCell   *cell;
+
+	if (event == XACT_EVENT_PRE_COMMIT)
+		foreach(cell, noted_wakeups)
+			NotifyQueueListeners(((NotedWakeup *) lfirst(cell))->queue);
+	else if (event == XACT_EVENT_PRE_PREPARE)
+	{
+		PreparedEffects *effects = EffectsBeingPrepared();
+
+		foreach(cell, noted_wakeups)
+		{
+			PreparedQueue *carried = effects != NULL
+				? PreparedQueueOf(effects, ((NotedWakeup *) lfirst(cell))->queue) : NULL;
+
+			if (carried != NULL)
+				carried->wake = true;
+		}
+	}
+	else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+			 event == XACT_EVENT_PREPARE)
+		noted_wakeups = NIL;	/* TopTransactionContext is going away */
+}
+
+/*
+ * A subtransaction that rolls back drops the wake-ups it noted; one that
+ * commits hands them to its parent.
+ */
+void
+WakeupsAtSubtransactionEnd(SubXactEvent event)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	ListCell   *cell;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		foreach(cell, noted_wakeups)
+			if (((NotedWakeup *) lfirst(cell))->level >= level)
+				noted_wakeups = foreach_delete_current(noted_wakeups, cell);
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+		foreach(cell, noted_wakeups)
+		{
+			NotedWakeup *noted = (NotedWakeup *) lfirst(cell);
+
+			if (noted->level >= level)
+				noted->level = level - 1;
+		}
 }
 
 /*
@@ -83,7 +175,7 @@ AddWakeQueue(List *queues, text *queue)
  * Wake each queue of the list whose settings want wake-ups (and, whatever
  * the settings, waiting claims: see waiting.c).  Called between
  * SPI_connect and SPI_finish: the list and its names may live in SPI's
- * memory, and the NOTIFY is queued (copied) at once, to be sent at commit.
+ * memory, and each wake-up is noted (copied) at once, to be sent at commit.
  */
 void
 WakeQueuesThatWantIt(const JqCall *call, List *queues)

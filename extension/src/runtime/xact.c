@@ -28,6 +28,16 @@ static bool preloaded = false;
 static void
 OnTransactionEnd(XactEvent event, void *arg)
 {
+	/*
+	 * 0. Before commit, the NOTIFYs of the wake-ups noted (wakeup.c), which
+	 * PostgreSQL queues for this commit; before PREPARE, the effects being
+	 * prepared are begun (prepared.c), so that each step below adds its part
+	 * at this same event, and the wake-ups noted are added to them.
+	 */
+	if (event == XACT_EVENT_PRE_PREPARE)
+		PreparedAtTransactionEnd(event);
+	WakeupsAtTransactionEnd(event);
+
 	if (preloaded)
 	{
 		/*
@@ -67,12 +77,21 @@ OnTransactionEnd(XactEvent event, void *arg)
 	 * preload too, to drop this backend's own notes.
 	 */
 	DueHintAtTransactionEnd(event);
+
+	/*
+	 * 6. Prepared effects: once every step added its part, PREPARE publishes
+	 * them for COMMIT PREPARED; any other end forgets them.
+	 */
+	if (event != XACT_EVENT_PRE_PREPARE)
+		PreparedAtTransactionEnd(event);
 }
 
 static void
 OnSubtransactionEnd(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
 					void *arg)
 {
+	/* 0. Wake-ups: an aborted subtransaction's are dropped. */
+	WakeupsAtSubtransactionEnd(event);
 	if (!preloaded)
 		return;
 	/* 1. Counters: a subtransaction's counts go to its parent, or away. */

@@ -266,7 +266,7 @@ Retry(FunctionCallInfo fcinfo, JqApiVersion version)
 			if (!no_key)
 			{
 				CountJobs(queue, JOB_RETRIED, 1);
-				(void) AdmitToFreeSlot(&retry_call, id, queue, DatumGetTextPCopy(key));
+				AdmitToFreeSlot(&retry_call, id, queue, DatumGetTextPCopy(key));
 				continue;
 			}
 			NoteJobCanRun(queue, &position, true, JOB_RETRIED, JOB_WAKE_IF_WANTED, &queues);

@@ -248,7 +248,7 @@ NotePushed(const JqCall *call, const JobSpec *job, int64 id)
 	if (job->concurrency_key != NULL)
 	{
 		CountJobs(job->queue, JOB_PUSHED, 1);
-		(void) AdmitToFreeSlot(call, id, job->queue, job->concurrency_key);
+		AdmitToFreeSlot(call, id, job->queue, job->concurrency_key);
 	}
 	else if (JqCallSince(call, JQ_API_1_1))
 		/* the caller wakes its queue (the push) or its list (a batch, a tick) */

@@ -88,6 +88,7 @@ enum
 	PLAN_KEY_SET_RUNNING,
 	PLAN_KEY_DROP_SLOTS,
 	PLAN_KEY_ADMIT_WAITING,
+	PLAN_KEYS_LOCK_COVERED,
 	PLAN_KEYS_WAITING,
 	PLAN_FLOW_LET_GO,
 	PLAN_FLOW_WAIT_FOR_KEY,
@@ -166,6 +167,19 @@ static JqStatement statements[NUM_FLOW_STATEMENTS] = {
 					   "   WHERE w.flow = 'key' AND w.queue = $1 AND w.concurrency_key = $2"
 					   "   ORDER BY w.priority DESC, w.parked_run_at, w.id LIMIT $3 FOR UPDATE))"),
 			4, {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID}
+		},
+	}},
+	[PLAN_KEYS_LOCK_COVERED] = {.name = "keys_lock_covered", .text = {
+		/*
+		 * Lock the rows of the keys of queue $1 starting with $2, in key order
+		 * (AdmitWaitingOfKeys): a push that read the old limit holds its key's
+		 * row until it commits, and one that comes later waits for the change.
+		 */
+		[JQ_API_1_5] = {
+			JQ_INDEX_PLAN_MARK "SELECT concurrency_key FROM @S@.queue_key_slots"
+			" WHERE queue = $1 AND pg_catalog.starts_with(concurrency_key, $2)"
+			" ORDER BY concurrency_key FOR UPDATE",
+			2, {TEXTOID, TEXTOID}
 		},
 	}},
 	[PLAN_KEYS_WAITING] = {.name = "keys_waiting", .text = {
@@ -478,9 +492,15 @@ RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up)
  * changed limit reaches the keys: a raised limit (set, or removed so that
  * a shorter prefix's higher limit applies, or 1 is higher) lets waiting
  * jobs run at once, a lowered one admits none.
- * The keys are locked in their order, so two limit changes cannot
- * deadlock.  Between SPI_connect and SPI_finish, after the limit's
- * statement.
+ *
+ * A push racing the change: every key row the change covers is locked
+ * first, in key order (so two limit changes cannot deadlock), and only
+ * then are the waiting jobs looked for, by a statement whose snapshot
+ * comes after the locks: a push that locked its key's row before (its job
+ * waits by the old limit) has committed by then, and its job is seen; a
+ * push that comes later waits for this transaction and reads the limit
+ * again (AdmitToFreeSlot).  Between SPI_connect and SPI_finish, after the
+ * limit's statement.
  */
 void
 AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix)
@@ -488,6 +508,7 @@ AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix)
 	Datum		args[2] = {PointerGetDatum(queue), PointerGetDatum(key_prefix)};
 	SPITupleTable *keys;
 
+	QueueExecute(call, &statements[PLAN_KEYS_LOCK_COVERED], args, NULL, SPI_OK_SELECT);
 	QueueExecute(call, &statements[PLAN_KEYS_WAITING], args, NULL, SPI_OK_SELECT);
 	keys = SpiTakeResult();
 	for (uint64 row = 0; row < keys->numvals; row++)
@@ -502,21 +523,29 @@ AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix)
 }
 
 /*
- * A job held back for a slot of its key (just pushed or retried) takes one
- * if one is free and may run; returns whether it did.
+ * A job waiting for a slot of its key (flow 'key': just pushed, retried, or
+ * a child whose parents are done) takes one if one is free and may run.
+ *
+ * TakeKeySlot's statement reads the key's limit with its snapshot, which
+ * is older than a limit change that committed while the statement waited
+ * for the key's row (queue_concurrency_set/_remove lock it:
+ * AdmitWaitingOfKeys).  So a key found full is looked at again, by
+ * statements of their own with the row already held: a raised limit lets
+ * the key's waiting jobs, this one among them, run now rather than at the
+ * key's next completion.
  */
-bool
+void
 AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key)
 {
-	if (!TakeKeySlot(call, queue, key))
-		return false;
-	LetJobGo(call, id, "slot");
-	return true;
+	if (TakeKeySlot(call, queue, key))
+		LetJobGo(call, id, "slot");
+	else
+		RefillKeySlots(call, queue, key, 0);
 }
 
 /*
- * A child whose parents are all done: it runs, or with a key whose slots
- * are taken, waits for a slot.
+ * A child whose parents are all done: it runs, or with a key, waits for a
+ * slot and takes one if one is free.
  */
 void
 ReleaseChild(const JqCall *call, int64 id, text *queue, text *key)
@@ -525,8 +554,11 @@ ReleaseChild(const JqCall *call, int64 id, text *queue, text *key)
 
 	if (key == NULL)
 		LetJobGo(call, id, NULL);
-	else if (!AdmitToFreeSlot(call, id, queue, key))
+	else
+	{
 		QueueExecute(call, &statements[PLAN_FLOW_WAIT_FOR_KEY], args, NULL, SPI_OK_UPDATE);
+		AdmitToFreeSlot(call, id, queue, key);
+	}
 }
 
 /* ------------------------------------------------------------- children */

@@ -32,7 +32,7 @@ extern uint64 RemoveJobs(const JqCall *call, JobRemoval why, JqStatement *statem
 extern bool TakeKeySlot(const JqCall *call, text *queue, text *key);
 extern void RefillKeySlots(const JqCall *call, text *queue, text *key, int given_up);
 extern void AdmitWaitingOfKeys(const JqCall *call, text *queue, text *key_prefix);
-extern bool AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
+extern void AdmitToFreeSlot(const JqCall *call, int64 id, text *queue, text *key);
 extern void ReleaseChild(const JqCall *call, int64 id, text *queue, text *key);
 extern void ChildrenParentDone(const JqCall *call, int64 parent, bool parent_failed);
 extern void ChildrenFollowParent(const JqCall *call, int64 parent, bool cancelled);

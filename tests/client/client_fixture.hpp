@@ -32,9 +32,9 @@
 using namespace std::chrono_literals;
 using jobqueue::Client;
 using jobqueue::TimePoint;
+using jobqueue::testing::lit;
 using jobqueue::testing::sql_value;
 using jobqueue::testing::unique_queue;
-using jobqueue::testing::lit;
 
 
 inline std::int64_t to_micros(TimePoint t) {

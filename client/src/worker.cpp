@@ -5,12 +5,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include <algorithm>
 #include <iostream>
 
 #include "backoff.hpp"
 #include "completer.hpp"
 #include "connection_log.hpp"
+#include "utf8.hpp"
 
 namespace jobqueue {
 
@@ -65,9 +68,24 @@ Worker::~Worker() {
     }
 }
 
+PGconn* JobContext::connection() const noexcept { return client_ != nullptr ? client_->connection() : nullptr; }
+
+Client& JobContext::client() const {
+    if (client_ == nullptr)
+        throw InvalidArgument("jobqueue: JobContext::client() is only for transactional handlers "
+                              "(Worker::on_transactional, WorkerOptions::transactional)");
+    return *client_;
+}
+
 void Worker::on(const std::string& job_name, Handler handler) {
     if (started_) throw InvalidArgument("jobqueue: register handlers before Worker::start()");
     handlers_[job_name] = std::move(handler);
+    transactional_.erase(job_name);
+}
+
+void Worker::on_transactional(const std::string& job_name, Handler handler) {
+    on(job_name, std::move(handler));
+    transactional_.insert(job_name);
 }
 
 void Worker::on(const std::string& job_name, std::function<void(const Job&)> handler) {
@@ -319,7 +337,10 @@ void Worker::release_unstarted(Client& client, std::uint64_t& opened) {
 }
 
 // Handler threads need no connection: the completer records their outcomes.
+// Only a transactional handler's thread opens one, at its first such job,
+// and keeps it for the next.
 void Worker::handler_loop() {
+    HandlerConnection connection;
     for (;;) {
         Job job;
         std::shared_ptr<JobContext> context = std::make_shared<JobContext>();
@@ -334,7 +355,7 @@ void Worker::handler_loop() {
             running_[job.id] = Running{job, context, claimed_at};
         }
         const auto began = std::chrono::steady_clock::now();
-        run_job(job, *context);
+        run_job(job, *context, connection);
         const std::int64_t ran_us =
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began).count();
         // a moving average over about the last 16 jobs (races between threads only blur it)
@@ -349,9 +370,13 @@ void Worker::handler_loop() {
     }
 }
 
-void Worker::run_job(const Job& job, JobContext& context) {
+void Worker::run_job(const Job& job, JobContext& context, HandlerConnection& connection) {
     auto it = handlers_.find(job.name);
     const Handler* handler = it != handlers_.end() ? &it->second : (default_handler_ ? &default_handler_ : nullptr);
+    if (handler != nullptr && (options_.transactional || transactional_.count(job.name) != 0)) {
+        run_in_transaction(job, context, *handler, connection);
+        return;
+    }
     Outcome outcome = Outcome::fail("no handler registered for job name \"" + job.name + "\"");
     if (handler != nullptr) {
         try {
@@ -383,6 +408,217 @@ void Worker::record(const Job& job, const Outcome& outcome) {
         return;
     }
     completer_->add(job.id, job.token, outcome);
+}
+
+void Worker::drop(const Job& job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.erase(job.id);
+    ++lost_;
+}
+
+// Sends BEGIN on the handler thread's connection, opening it first when it
+// has none or lost it, with the backoff of every thread (nothing has run in
+// the transaction yet, so trying again is safe). A freshly opened connection
+// is named, so that it can be told apart in pg_stat_activity.
+bool Worker::begin_transaction(HandlerConnection& connection) {
+    if (!connection.client) {
+        connection.client = connect(connection.opened, hard_stop_);
+        if (!connection.client) return false;
+    }
+    Client& client = *connection.client;
+    return with_reconnect(
+        client, connection.opened,
+        [&] {
+            PGconn* conn = client.connection();
+            if (conn != connection.named) {
+                std::string name = ("jobqueue handler " + options_.name).substr(0, 63);
+                char* quoted = PQescapeLiteral(conn, name.c_str(), name.size());
+                if (quoted == nullptr) throw ConnectionError("jobqueue: cannot quote the application_name", "08006");
+                std::string sql = std::string("SET application_name = ") + quoted;
+                PQfreemem(quoted);
+                client.execute(sql);
+                connection.named = conn;
+            }
+            // a transaction left open (a handler that began one of its own) ends here
+            if (PQtransactionStatus(conn) != PQTRANS_IDLE) client.execute("ROLLBACK");
+            client.execute("BEGIN");
+        },
+        hard_stop_);
+}
+
+// The handler's transaction: BEGIN; the handler; the outcome's one-job call
+// (queue_delete, queue_release or queue_fail) with the claim's token; the
+// transaction id; COMMIT. What cannot be recorded in it is rolled back:
+//  - a stale token (the call returns false): the job is lost to this worker;
+//  - a throw, or a handler that returned after one of its statements failed:
+//    the job is released as for any handler, by the completer;
+//  - a lost connection before the COMMIT: the server rolled the transaction
+//    back; the job is counted lost and runs again after its lease;
+//  - a lost answer to the COMMIT: the server is asked whether it committed.
+void Worker::run_in_transaction(const Job& job, JobContext& context, const Handler& handler,
+                                HandlerConnection& connection) {
+    if (!begin_transaction(connection)) {
+        drop(job);  // the grace period is over: release_running handed it back
+        return;
+    }
+    Client& client = *connection.client;
+    std::optional<Outcome> outcome;
+    std::string threw;
+    context.client_ = &client;
+    try {
+        outcome = handler(job, context);
+    } catch (const std::exception& e) {
+        threw = std::string("handler threw: ") + e.what();
+    } catch (...) {
+        threw = "handler threw a non-standard exception";
+    }
+    context.client_ = nullptr;
+
+    // Rolls the transaction back; false when the connection is lost (the
+    // server has rolled it back itself).
+    auto rollback = [&]() -> bool {
+        try {
+            client.execute("ROLLBACK");
+            return true;
+        } catch (const ConnectionError& e) {
+            ++reconnects_;
+            connections_->lost(e.what(), connection.opened);
+            return false;
+        } catch (const Error& e) {
+            report_error("rolling back a handler's transaction", e);
+            return client.healthy();
+        }
+    };
+
+    const PGTransactionStatusType state =
+        client.healthy() ? PQtransactionStatus(client.connection()) : PQTRANS_UNKNOWN;
+    if (state == PQTRANS_UNKNOWN || state == PQTRANS_ACTIVE) {
+        // the connection was lost while the handler ran: nothing it wrote
+        // committed, and the outcome cannot be recorded in its transaction
+        ++reconnects_;
+        connections_->lost("jobqueue: connection lost while a transactional handler ran", connection.opened);
+        drop(job);
+        return;
+    }
+    if (context.stop_) {
+        // the grace period ended while it ran: the job was handed back
+        (void)rollback();
+        ++lost_;
+        return;
+    }
+    if (state == PQTRANS_IDLE) {
+        // the handler ended the transaction itself: record its outcome as
+        // any handler's (its writes are no longer the worker's to commit)
+        record(job, outcome ? *outcome : Outcome::retry(threw));
+        return;
+    }
+    if (!threw.empty() || state == PQTRANS_INERROR) {
+        if (!rollback()) {
+            drop(job);
+            return;
+        }
+        record(job, threw.empty() ? Outcome::retry("the handler's transaction was aborted by an error")
+                                  : Outcome::retry(threw));
+        return;
+    }
+
+    // The job leaves the running set first, as in record(): the heartbeat no
+    // longer extends it (nor waits for the row lock the call below takes),
+    // and release_running cannot hand it back meanwhile.
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (running_.erase(job.id) == 0) {
+            // handed back by release_running first: its result is dropped
+            ++lost_;
+            (void)rollback();
+            return;
+        }
+    }
+    const Outcome& o = *outcome;
+    std::int64_t transaction = 0;
+    bool ours = false;
+    bool committed = false;
+    try {
+        switch (o.kind()) {
+            case Outcome::Kind::done: ours = client.complete(job.id, job.token); break;
+            case Outcome::Kind::retry:
+                ours = client.release(job.id, job.token, o.delay(), utf8::valid(o.message()));
+                break;
+            case Outcome::Kind::fail: ours = client.fail(job.id, job.token, utf8::valid(o.message())); break;
+        }
+        if (!ours) {
+            // the claim was lost: another claim holds the job now, and the
+            // handler's writes must not stay behind
+            (void)rollback();
+            ++lost_;
+            return;
+        }
+        transaction = client.transaction_id();
+        client.execute("COMMIT");
+        committed = true;
+        connections_->working();
+    } catch (const InDoubtError& e) {
+        ++reconnects_;
+        connections_->lost(e.what(), connection.opened);
+        committed = committed_in_doubt(connection, transaction);
+    } catch (const ConnectionError& e) {
+        // lost before the COMMIT: rolled back; the job's lease runs out
+        ++reconnects_;
+        connections_->lost(e.what(), connection.opened);
+    } catch (const RetryableError& e) {
+        // 40001 / 40P01 in the call: the handler's writes cannot be sent
+        // again, so the job is released for another run
+        if (rollback()) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            completer_->add(job.id, job.token, Outcome::retry(std::string("transaction: ") + e.what()));
+            return;
+        }
+    } catch (const Error& e) {
+        // e.g. a negative Outcome::retry_in delay (22023): rolled back, and
+        // the job comes back when its lease runs out
+        report_error(o.kind() == Outcome::Kind::done ? "completing a job" : "recording a job's outcome", e);
+        (void)rollback();
+    }
+    if (!committed) {
+        ++lost_;
+        return;
+    }
+    switch (o.kind()) {
+        case Outcome::Kind::done: ++completed_; break;
+        case Outcome::Kind::retry: ++retried_; break;
+        case Outcome::Kind::fail: ++failed_; break;
+    }
+}
+
+// The COMMIT's answer was lost: reconnect, then ask pg_xact_status until the
+// old session has ended ("in progress" meanwhile). A transaction id the
+// server does not know (a standby promoted since) never committed there.
+bool Worker::committed_in_doubt(HandlerConnection& connection, std::int64_t transaction) {
+    Client& client = *connection.client;
+    Backoff backoff(std::chrono::milliseconds(50), options_.max_reconnect_delay);
+    for (int tries = 0; tries < 50; ++tries) {
+        std::optional<std::string> status;
+        try {
+            if (!with_reconnect(
+                    client, connection.opened,
+                    [&] {
+                        try {
+                            status = client.transaction_status(transaction);
+                        } catch (const InvalidArgument&) {
+                            status.reset();  // in the future: not committed here
+                        }
+                    },
+                    hard_stop_))
+                return false;
+        } catch (const Error& e) {
+            report_error("asking whether a handler's transaction committed", e);
+            return false;
+        }
+        if (!status || *status != "in progress") return status && *status == "committed";
+        if (hard_stop_) return false;
+        sleep_for(backoff.next());
+    }
+    return false;
 }
 
 // Every running job whose lease is half used gets a fresh lease.

@@ -14,6 +14,13 @@
 // outage is logged on stderr once, when it begins and when it ends, however
 // many threads notice it; completions are fenced by the claim's token, so
 // repeating one after a lost answer can neither lose nor double-complete a job.
+//
+// A transactional handler (Worker::on_transactional, or every handler with
+// WorkerOptions::transactional) runs inside a transaction the worker began
+// on its handler thread's own connection (JobContext::connection() and
+// client()); the worker then records the outcome with the claim's token in
+// that same transaction and commits, so the handler's writes and the job's
+// completion commit together or not at all.
 #pragma once
 
 #include <atomic>
@@ -27,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,10 +80,25 @@ public:
     [[nodiscard]] bool should_stop() const noexcept { return stop_ || lease_lost_; }
     [[nodiscard]] bool lease_lost() const noexcept { return lease_lost_; }
 
+    // Whether the handler runs in the worker's transaction (registered with
+    // Worker::on_transactional, or WorkerOptions::transactional).
+    [[nodiscard]] bool transactional() const noexcept { return client_ != nullptr; }
+    // A transactional handler's connection, inside the transaction the
+    // worker began for this job (BEGIN, isolation level as the session's
+    // default): what the handler writes on it commits together with the
+    // job's outcome, or not at all. The handler must neither COMMIT nor
+    // ROLLBACK it. nullptr for a handler that is not transactional.
+    [[nodiscard]] PGconn* connection() const noexcept;
+    // The same connection as a Client: a push() of a follow-up job joins
+    // the transaction too. Throws InvalidArgument for a handler that is not
+    // transactional.
+    [[nodiscard]] Client& client() const;
+
 private:
     friend class Worker;
     std::atomic<bool> stop_{false};
     std::atomic<bool> lease_lost_{false};
+    Client* client_ = nullptr;  // set while a transactional handler runs
 };
 
 // A handler returns an Outcome; an exception it throws releases the job
@@ -129,6 +152,12 @@ struct WorkerOptions {
     std::chrono::milliseconds max_reconnect_delay{std::chrono::seconds(5)};
     // Stored as reserved_by; "" means "<host>:<pid>".
     std::string name;
+    // Every handler is transactional (see Worker::on_transactional): each
+    // handler thread keeps a connection of its own (application_name
+    // "jobqueue handler <name>"), and each job's outcome is recorded in the
+    // handler's transaction, one job per call, instead of in the completer's
+    // batches.
+    bool transactional = false;
 
     // Throws InvalidArgument when a setting of the worker's own is out of range.
     void validate() const;
@@ -160,6 +189,16 @@ public:
     // The handler of every job name without a handler of its own. Without
     // one, such jobs are failed with an error naming the job name.
     void on_any(Handler handler);
+    // Register a transactional handler (before start()): it runs inside a
+    // transaction the worker began on the handler thread's own connection
+    // (JobContext::connection() / client()), and the worker records its
+    // outcome there, fenced by the claim's token (queue_delete,
+    // queue_release or queue_fail), then commits. A stale token (the lease
+    // was lost and the job claimed again) rolls the handler's writes back
+    // and counts the job lost; a throw rolls them back and releases the job
+    // as for any handler; a lost connection rolls them back, and the job
+    // runs again once its lease has run out.
+    void on_transactional(const std::string& job_name, Handler handler);
 
     // Start the threads; returns at once.
     void start();
@@ -197,10 +236,30 @@ private:
     // Jobs to claim beyond the idle threads now (see claim_ahead).
     [[nodiscard]] int claim_ahead_now() const;
     void handler_loop();
+    // A handler thread's own connection, for its transactional handlers.
+    struct HandlerConnection {
+        std::optional<Client> client;
+        std::uint64_t opened = 0;     // its generation (see ConnectionLog)
+        PGconn* named = nullptr;      // the connection application_name was set on
+    };
     void heartbeat_loop();
     void tick_schedules(Client& client, std::uint64_t& opened, std::chrono::steady_clock::time_point& next_tick);
-    void run_job(const Job& job, JobContext& context);
+    void run_job(const Job& job, JobContext& context, HandlerConnection& connection);
     void record(const Job& job, const Outcome& outcome);
+    // A transactional handler: BEGIN, the handler, the outcome's one-job
+    // call with the claim's token, COMMIT (see on_transactional).
+    void run_in_transaction(const Job& job, JobContext& context, const Handler& handler,
+                            HandlerConnection& connection);
+    // The handler thread's connection, opened or re-opened, with BEGIN sent;
+    // false once the grace period is over and it still cannot.
+    bool begin_transaction(HandlerConnection& connection);
+    // The job's result is not recorded: it leaves the running set (the
+    // heartbeat stops extending it) and counts as lost.
+    void drop(const Job& job);
+    // A COMMIT whose answer was lost: asks the server, on a new connection,
+    // whether transaction committed; false when it did not (or no answer
+    // came before the grace period ended).
+    bool committed_in_doubt(HandlerConnection& connection, std::int64_t transaction);
     void release_unstarted(Client& client, std::uint64_t& opened);
     void release_running(Client& client);
     // Runs attempt(tag) until it does not lose the connection, pausing with
@@ -226,6 +285,7 @@ private:
 
     WorkerOptions options_;
     std::map<std::string, Handler> handlers_;
+    std::set<std::string> transactional_;  // job names of on_transactional's handlers
     Handler default_handler_;
 
     mutable std::mutex mutex_;

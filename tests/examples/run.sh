@@ -14,13 +14,21 @@
 #             handler's error); the failing one in queue_failed_jobs with its
 #             error text; the long job claimed once and extended; nothing left;
 #             each handler's outcome printed once by the workers, no lease lost;
+#   transactional handler
+#             3 jobs whose handler writes a row and completes the job in one
+#             transaction: each row there once, each job claimed and deleted
+#             once; then one that stalls 3 s after its write while another
+#             session (its clock an hour ahead: the lease has run out for it)
+#             takes the job over and completes it with a row of its own: the
+#             worker's queue_delete answers false, it rolls back and says so,
+#             and only the other session's row is left;
 #   stop      SIGTERM while a worker runs a job: it finishes and completes the
 #             job, then both workers exit 0.
 #
 # Usage: needs a running cluster with jobqueue installed (PGHOST/PGPORT/PGUSER,
 # as scripts/test.sh exports).  Installs the test command's packages when
 # missing (scripts/packages.txt), runs `npm ci` in client/examples/node.
-# Uses queues jq_examples_* and the tables example_orders, jq_examples_*;
+# Uses queues jq_examples_* and the tables example_orders, example_deliveries, jq_examples_*;
 # drops them at the end.
 # Last line: "N passed, N failed".
 set -uo pipefail
@@ -42,7 +50,7 @@ cleanup() {
     q > /dev/null <<'SQL' || echo "examples: cleanup failed" >&2
 DROP TRIGGER IF EXISTS jq_examples_audit ON queue_jobs;
 DROP FUNCTION IF EXISTS jq_examples_audit();
-DROP TABLE IF EXISTS jq_examples_audit, jq_examples_expect, example_orders;
+DROP TABLE IF EXISTS jq_examples_audit, jq_examples_expect, example_orders, example_deliveries;
 DELETE FROM queue_jobs WHERE starts_with(queue, 'jq_examples_');
 DELETE FROM queue_failed_jobs WHERE starts_with(queue, 'jq_examples_');
 SQL
@@ -160,7 +168,9 @@ SELECT queue_push('charge_card', jsonb_build_object('order', g), queue => :'queu
 UNION ALL
 SELECT queue_push('send_receipt', '{}', queue => :'queue'), :'lang', 'fail'
 UNION ALL
-SELECT queue_push('build_report', '{"seconds": 4}', queue => :'queue'), :'lang', 'long';
+SELECT queue_push('build_report', '{"seconds": 4}', queue => :'queue'), :'lang', 'long'
+UNION ALL
+SELECT queue_push('record_delivery', jsonb_build_object('order', g), queue => :'queue'), :'lang', 'tx' FROM generate_series(11, 13) g;
 SQL
 
     worker_pids=()
@@ -170,6 +180,31 @@ SQL
     done
     check_cmd "$lang workers drain the queue within 30 s" \
         poll 30 "SELECT NOT EXISTS (SELECT FROM queue_jobs WHERE queue = '$queue')"
+
+    # a lease taken over while a transactional handler stalls after its write: another
+    # session, its clock an hour ahead (the worker's lease has run out for it), claims the
+    # job and completes it with a row of its own; the worker's queue_delete answers false
+    local stale deadline
+    stale=$(q -c "SELECT queue_push('record_delivery', '{\"order\": 20, \"stall\": 3}', queue => '$queue')") || return
+    q -c "INSERT INTO jq_examples_expect VALUES ($stale, '$lang', 'tx_stale')" || return
+    check_cmd "$lang: the stalling transactional job is claimed within 10 s" \
+        poll 10 "SELECT EXISTS (SELECT FROM queue_jobs WHERE id = $stale AND reserved_by IS NOT NULL)"
+    sleep 0.5 # its handler has written its row (not committed) and stalls
+    check "$lang: another session takes the job over and completes it" "$(q -v id="$stale" -v queue="$queue" <<'SQL'
+BEGIN;
+SET LOCAL jobqueue.clock_offset = '1 hour';
+SELECT token FROM queue_reserve(ARRAY[:'queue'], lease => '1 minute', max_jobs => 1) \gset
+INSERT INTO example_deliveries VALUES (20, :id, 'other session');
+SELECT queue_delete(:id, :token);
+COMMIT;
+SQL
+)"
+    deadline=$((SECONDS + 10))
+    until cat "$WORK/$lang"-worker-*.out |
+        grep -q "^job $stale record_delivery attempt 1: lease lost, rolled back\$"; do
+        (( SECONDS < deadline )) || break
+        sleep 0.2
+    done
 
     # graceful stop: SIGTERM while a job runs; it is finished and completed first
     local last
@@ -205,7 +240,7 @@ SQL
     check_none "$lang: nothing is left in the queue" \
         "SELECT id, name, attempts FROM queue_jobs WHERE queue = '$queue'"
     check_none "$lang: jobs that succeed are claimed once and deleted once, never released" \
-        "$jobs kind IN ('ok', 'stop') AND NOT (claims = 1 AND releases = 0 AND deletes = 1
+        "$jobs kind IN ('ok', 'stop', 'tx') AND NOT (claims = 1 AND releases = 0 AND deletes = 1
                      AND deleted_at_attempt = 1 AND failed_error IS NULL)"
     check_none "$lang: retried jobs are released for 1 s with the handler's error, then claimed again and deleted" \
         "$jobs kind = 'retry' AND NOT (events ~ '^claim,release,claim,delete\$'
@@ -219,6 +254,14 @@ SQL
         "$jobs kind = 'long' AND NOT (claims = 1 AND extends >= 2 AND releases = 0
                      AND deleted_at_attempt = 1 AND failed_error IS NULL)"
 
+    check_none "$lang: each transactional job's row is there exactly once" \
+        "SELECT e.job_id, count(d.job_id) FROM jq_examples_expect e LEFT JOIN example_deliveries d USING (job_id)
+         WHERE e.lang = '$lang' AND e.kind = 'tx' GROUP BY e.job_id HAVING count(d.job_id) <> 1"
+    check_none "$lang: the job taken over was claimed twice and deleted once, and only the other session's row is left" \
+        "$jobs kind = 'tx_stale' AND NOT (events ~ '^claim,(extend,)*claim,delete\$' AND failed_error IS NULL
+                     AND (SELECT string_agg(worker, ',') FROM example_deliveries d WHERE d.job_id = s.job_id)
+                         = 'other session')"
+
     # what the workers printed: each handler's outcome once
     local id kind expect line bad=""
     while IFS='|' read -r id kind; do
@@ -227,11 +270,12 @@ SQL
             retry) [[ $(grep -c "^job $id charge_card attempt 1: retry in 1s: payment gateway timed out\$" "$log") == 1 ]] ||
                        bad+=" $id(retry line)" ;;
             fail) expect='failed: payload has no "order"' ;;
+            tx_stale) expect='lease lost, rolled back' ;;
         esac
         [[ $(grep -c "^job $id [a-z_]* attempt [0-9]*: $expect\$" "$log") == 1 ]] || bad+=" $id($kind)"
     done < <(q -c "SELECT job_id, kind FROM jq_examples_expect WHERE lang = '$lang' ORDER BY job_id")
     check "$lang workers print each job's outcome once" "$([[ -z $bad ]] && echo t || echo f)" "wrong:$bad"
-    line=$(grep -m1 'lease lost' "$log")
+    line=$(grep -v "^job $stale " "$log" | grep -m1 'lease lost')
     check "$lang workers never lose a lease" "$([[ -z $line ]] && echo t || echo f)" "$line"
 }
 

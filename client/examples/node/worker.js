@@ -3,6 +3,11 @@
 //   node worker.js [--queue QUEUE] [--lease SECONDS]     (connection from the PG* environment)
 //
 // Prints one line per job run: "job ID NAME attempt N: OUTCOME".
+//
+// Most handlers run outside any transaction and the job is completed afterwards. The
+// transactional one (record_delivery) writes its row and completes the job with
+// queue_delete(id, token) in one transaction, on a second connection: both commit, or
+// neither does, so a job whose lease was lost meanwhile leaves no row behind.
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -35,6 +40,16 @@ const handlers = {
   },
 };
 
+// ---- handlers whose writes commit with the job's completion, or not at all: `tx` is
+// the connection of the transaction that also completes the job
+const txHandlers = {
+  async record_delivery(job, tx) {
+    await tx.query('INSERT INTO example_deliveries (order_id, job_id, worker) VALUES ($1, $2, $3)',
+      [job.payload.order, job.id, `${os.hostname()}:${process.pid}`]);
+    await sleep((job.payload.stall ?? 0) * 1000); // simulated: a slow step, during which the lease may be lost
+  },
+};
+
 async function unknownName(job) {
   throw new PermanentError(`no handler for job name '${job.name}'`);
 }
@@ -44,6 +59,14 @@ const { values } = parseArgs({
 const lease = `${Number(values.lease)} seconds`;
 const client = new pg.Client(); // no config: PGHOST, PGPORT, PGUSER, PGDATABASE
 await client.connect(); // every statement its own transaction: a claim commits at once
+const txClient = new pg.Client(); // the transactional handlers' connection
+await txClient.connect();
+// two workers may start at once: one creates the table
+await txClient.query('BEGIN');
+await txClient.query('SELECT pg_advisory_xact_lock(4711)');
+await txClient.query(`CREATE TABLE IF NOT EXISTS example_deliveries
+                        (order_id bigint NOT NULL, job_id bigint NOT NULL, worker text NOT NULL)`);
+await txClient.query('COMMIT');
 
 // Each call carries the claim's fencing token and answers false when the claim was lost.
 async function held(sql, job, ...args) {
@@ -55,6 +78,25 @@ const release = (job, delay, error) => held('queue_release($1, $2, delay => $3, 
 const fail = (job, error) => held('queue_fail($1, $2, error => $3)', job, error);
 const extend = (job) => held('queue_extend($1, $2, $3)', job, lease);
 
+// handler(job, txClient) and queue_delete(id, token) in one transaction: an exception
+// rolls both back (and is rethrown); a stale token rolls the handler's writes back.
+async function completeInTransaction(job, handler) {
+  await txClient.query('BEGIN');
+  try {
+    await handler(job, txClient);
+    const { rows } = await txClient.query('SELECT queue_delete($1, $2) AS held', [job.id, job.token]);
+    if (!rows[0].held) { // another worker holds the job now: our writes must go
+      await txClient.query('ROLLBACK');
+      return 'lease lost, rolled back';
+    }
+    await txClient.query('COMMIT'); // rejects if the COMMIT fails: then nothing was written
+    return 'done';
+  } catch (error) {
+    await txClient.query('ROLLBACK').catch(() => {}); // a lost connection rolled back already
+    throw error;
+  }
+}
+
 // Runs the job's handler, extending the lease meanwhile, and tells the queue how it went.
 async function run(job) {
   const lost = new AbortController();
@@ -63,6 +105,8 @@ async function run(job) {
   }, Number(values.lease) * 500);
   let error = null;
   try {
+    // the token decides whether a transactional job is still ours, not the heartbeat
+    if (job.name in txHandlers) return await completeInTransaction(job, txHandlers[job.name]);
     await (handlers[job.name] ?? unknownName)(job, lost.signal);
   } catch (e) {
     error = e;
@@ -96,5 +140,6 @@ while (!stopping) {
     [[values.queue], lease, worker]);
   for (const job of rows) console.log(`job ${job.id} ${job.name} attempt ${job.attempts}: ${await run(job)}`);
 }
+await txClient.end();
 await client.end();
 console.log('worker stopped');

@@ -4,6 +4,11 @@
     python3 worker.py [--queue QUEUE] [--lease SECONDS]     (connection from the PG* environment)
 
 Prints one line per job run: "job ID NAME attempt N: OUTCOME".
+
+Most handlers run outside any transaction and the job is completed afterwards. The
+transactional one (record_delivery) writes its row and completes the job with
+queue_delete(id, token) in one transaction, on a second connection: both commit, or
+neither does, so a job whose lease was lost meanwhile leaves no row behind.
 """
 import argparse
 import os
@@ -34,8 +39,8 @@ class LeaseLost(Exception):
 class Job:
     """One claimed job; every call about it carries the claim's fencing token."""
 
-    def __init__(self, conn, lease, id, token, name, payload, attempts):
-        self.conn, self.lease = conn, lease
+    def __init__(self, conn, tx, lease, id, token, name, payload, attempts):
+        self.conn, self.tx, self.lease = conn, tx, lease
         self.id, self.token, self.name, self.payload, self.attempts = id, token, name, payload, attempts
 
     def _call(self, sql, *args):
@@ -80,6 +85,35 @@ def build_report(job):
 HANDLERS = {"send_receipt": send_receipt, "charge_card": charge_card, "build_report": build_report}
 
 
+# ---- handlers whose writes commit with the job's completion, or not at all
+
+def record_delivery(job, cur):
+    """The application's write, in the transaction that also completes the job."""
+    cur.execute("INSERT INTO example_deliveries (order_id, job_id, worker) VALUES (%s, %s, %s)",
+                (job.payload["order"], job.id, f"{socket.gethostname()}:{os.getpid()}"))
+    time.sleep(job.payload.get("stall", 0))  # simulated: a slow step, during which the lease may be lost
+
+
+TX_HANDLERS = {"record_delivery": record_delivery}
+
+
+def complete_in_transaction(job, handler):
+    """handler(job, cursor) and queue_delete(id, token) in one transaction on job.tx."""
+    try:
+        with job.tx.cursor() as cur:  # psycopg2 opens the transaction (BEGIN) at the first statement
+            handler(job, cur)
+            cur.execute("SELECT queue_delete(%s, %s)", (job.id, job.token))
+            if not cur.fetchone()[0]:  # another worker holds the job now: our writes must go
+                job.tx.rollback()
+                return "lease lost, rolled back"
+        job.tx.commit()  # raises if the COMMIT fails: then nothing was written, nor the job completed
+    except BaseException:
+        if not job.tx.closed:
+            job.tx.rollback()
+        raise
+    return "done"
+
+
 def unknown_name(job):
     raise PermanentError(f"no handler for job name {job.name!r}")
 
@@ -87,6 +121,8 @@ def unknown_name(job):
 def run(job):
     """Run the job's handler and tell the queue how it went; returns the outcome."""
     try:
+        if job.name in TX_HANDLERS:
+            return complete_in_transaction(job, TX_HANDLERS[job.name])
         HANDLERS.get(job.name, unknown_name)(job)
     except LeaseLost:
         return "lease lost while running"
@@ -119,6 +155,11 @@ def main():
 
     conn = psycopg2.connect("")
     conn.autocommit = True  # every statement its own transaction: a claim commits at once
+    tx = psycopg2.connect("")  # the transactional handlers' connection (not autocommit)
+    with tx, tx.cursor() as cur:  # two workers may start at once: one creates the table
+        cur.execute("SELECT pg_advisory_xact_lock(4711)")
+        cur.execute("CREATE TABLE IF NOT EXISTS example_deliveries"
+                    " (order_id bigint NOT NULL, job_id bigint NOT NULL, worker text NOT NULL)")
     worker = f"{socket.gethostname()}:{os.getpid()}"
     while not stopping:
         with conn.cursor() as cur:
@@ -128,8 +169,9 @@ def main():
                         ([args.queue], lease, worker))
             claimed = cur.fetchall()
         for row in claimed:
-            job = Job(conn, lease, *row)
+            job = Job(conn, tx, lease, *row)
             print(f"job {job.id} {job.name} attempt {job.attempts}: {run(job)}", flush=True)
+    tx.close()
     conn.close()
     print("worker stopped", flush=True)
 

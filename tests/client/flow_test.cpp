@@ -19,19 +19,11 @@
 
 using namespace std::chrono_literals;
 using jobqueue::Client;
+using jobqueue::testing::lit;
 using jobqueue::testing::sql_value;
 using jobqueue::testing::unique_queue;
 
 namespace {
-
-std::string lit(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) {
-        if (c == '\'') out += '\'';
-        out += c;
-    }
-    return out + "'";
-}
 
 std::vector<std::int64_t> ids_of(const std::vector<jobqueue::Job>& jobs) {
     std::vector<std::int64_t> ids;

@@ -13,7 +13,7 @@
  * partition's constraints, its partition bound and every index (partial
  * ones too) are checked and written as the statement would, with WAL and
  * statistics; only the plan is missing (and the partition bound's check
- * after the first push of a ring into the partition: InsertRow).  The queue's wake-up setting is
+ * after the first push of a ring into the partition: CheckRow).  The queue's wake-up setting is
  * one look-up of queue_settings' primary key under the same snapshot.
  *
  * Only the plain push goes this way: no unique key (its arbiter is the
@@ -100,55 +100,72 @@ BuildJobRow(TupleTableSlot *slot, const PartitionShape *shape, const JobSpec *jo
 }
 
 /*
- * Insert the row in slot as logical replication's apply inserts one
- * (ExecSimpleRelationInsert), less what the partition cannot need: no
- * trigger fires on INSERT and no column is generated (OpenForDirectInsert,
- * ShapeOf), and the partition bound is checked for the first push of a
- * ring into the partition only: the partition key is computed from the ring
- * and the unique key, the same for every plain push of that ring, and its
- * check is an expression planned anew for each executor state.
+ * Check the row in slot as logical replication's apply does before it
+ * inserts one (ExecSimpleRelationInsert), less what the partition cannot
+ * need: no trigger fires on INSERT and no column is generated
+ * (OpenForDirectInsert, ShapeOf), and the partition bound is checked for
+ * the first push of a ring into the partition only: the partition key is
+ * computed from the ring and the unique key, the same for every plain push
+ * of that ring, and its check is an expression planned anew for each
+ * executor state.
  */
 static void
-InsertRow(JobTable table, const PartitionShape *shape, ResultRelInfo *result, EState *estate,
-		  TupleTableSlot *slot, int16 ring)
+CheckRow(JobTable table, const PartitionShape *shape, ResultRelInfo *result, EState *estate,
+		 TupleTableSlot *slot, int16 ring)
 {
-	Relation	rel = result->ri_RelationDesc;
-
-	if (rel->rd_att->constr != NULL)
+	if (result->ri_RelationDesc->rd_att->constr != NULL)
 		ExecConstraints(result, slot, estate);
 	if (shape->bound_checked_ring != ring)
 	{
 		ExecPartitionCheck(result, slot, estate, true);
 		NoteBoundChecked(table, ring);
 	}
-	table_tuple_insert(rel, slot, estate->es_output_cid, 0, NULL);
+}
+
+/* The index entries of the row just inserted from slot, partial indexes too. */
+static void
+InsertRowIndexEntries(ResultRelInfo *result, EState *estate, TupleTableSlot *slot)
+{
 	if (result->ri_NumIndices > 0)
 		list_free(InsertIndexEntries(result, slot, estate, false, false));
+	/* the partial indexes' predicates are evaluated per row in this context */
+	ResetPerTupleExprContext(estate);
 }
 
 /*
  * Insert jobs[0..count) into the partition rel of job table "table", one
  * executor state for them all; their ids (from the id sequence, in order)
- * go to ids.
+ * go to ids.  One row goes in as an INSERT statement writes it; several
+ * go into the heap together as COPY writes them (table_multi_insert: the
+ * rows that fit a page take one buffer lock and one WAL record instead of
+ * one each), then their index entries one row at a time, as COPY's do.
  */
 static void
 InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShape *shape,
 		   const JobSpec *jobs, int count, int16 ring, int64 *ids, Snapshot snapshot)
 {
 	PartitionWrite write;
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * count);
 	Oid			id_sequence = get_relname_relid("queue_jobs_id_seq", call->schema);
 
 	BeginPartitionWrite(&write, table, rel, snapshot, CMD_INSERT);
 	for (int i = 0; i < count; i++)
 	{
+		slots[i] = table_slot_create(rel, NULL);
 		ids[i] = nextval_internal(id_sequence, false);
-		BuildJobRow(slot, shape, &jobs[i], ids[i], ring, call->now);
-		InsertRow(table, shape, write.result, write.estate, slot, ring);
-		/* the partial indexes' predicates are evaluated per row in this context */
-		ResetPerTupleExprContext(write.estate);
+		BuildJobRow(slots[i], shape, &jobs[i], ids[i], ring, call->now);
+		CheckRow(table, shape, write.result, write.estate, slots[i], ring);
 	}
-	ExecDropSingleTupleTableSlot(slot);
+	if (count == 1)
+		table_tuple_insert(rel, slots[0], write.estate->es_output_cid, 0, NULL);
+	else
+		table_multi_insert(rel, slots, count, write.estate->es_output_cid, 0, NULL);
+	for (int i = 0; i < count; i++)
+	{
+		InsertRowIndexEntries(write.result, write.estate, slots[i]);
+		ExecDropSingleTupleTableSlot(slots[i]);
+	}
+	pfree(slots);
 	EndPartitionWrite(&write);
 }
 

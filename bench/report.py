@@ -711,6 +711,12 @@ def main(raw, versions=None):
         ("batched drain, 8 workers vs PgQ consumer (issue 31)", "drainb.ours.w8", "drainb.pgq.c1", ">=", 0.5),
         ("depth: claim+complete at deep backlog vs shallow (time)", "depth.deep", "depth.shallow", "<=", 1.2),
         ("push, 8 clients, wake-ups on vs wake-ups off", "push.notify.c8", "push.quiet.c8", ">=", 0.8),
+        ("push, 1 client, wake-ups on vs hand-written INSERT ... RETURNING id", "push.notify.c1",
+         "push.plain.c1", ">=", 1.0),
+        ("push, 8 clients, wake-ups on vs hand-written INSERT ... RETURNING id", "push.notify.c8",
+         "push.plain.c8", ">=", 1.0),
+        ("batch push (100/call), 8 clients vs hand-written batched INSERT (send_batch's shape)",
+         "push.batch.c8", "push.batch_plain.c8", ">=", 1.0),
     ]
     goals += churn_goals(f)
     goals += held_goals()

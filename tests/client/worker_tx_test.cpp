@@ -421,6 +421,53 @@ TEST_F(WorkerTxTest, WithoutATransactionTheTakenOverJobIsWrittenTwice) {
     EXPECT_EQ(sql_value("SELECT string_agg(note, ',' ORDER BY note) FROM " + table), "handler,thief");
 }
 
+// ---------------------------------------------------------------- heartbeat
+
+// A transactional handler that runs past two leases (2 s each) while a
+// second worker waits for claimable jobs: the heartbeat extends the lease on
+// its own connection while the handler's transaction is open, so the job is
+// never claimed again; its row and its completion commit once.
+TEST_F(WorkerTxTest, HeartbeatExtendsTheLeaseWhileTheHandlerRuns) {
+    const std::string q = make_queue("heartbeat");
+    const std::string table = make_table("heartbeat");
+    std::atomic<int> runs{0};
+    std::atomic<bool> running{false};
+    auto handler = [&](const Job& job, JobContext& ctx) {
+        ++runs;
+        exec(ctx.connection(), "INSERT INTO " + table + " VALUES ($1, 'long')", {std::to_string(job.id)});
+        running = true;
+        std::this_thread::sleep_for(4500ms);
+        return Outcome::done();
+    };
+    WorkerOptions oa = options(q, 1), ob = options(q, 1);
+    oa.lease = ob.lease = 2s;
+    oa.poll_interval = ob.poll_interval = 100ms;
+    oa.name += ":a";
+    ob.name += ":b";
+    Worker a(oa), b(ob);
+    a.on_transactional("long", handler);
+    b.on_transactional("long", handler);
+    a.start();
+    b.start();
+    const std::int64_t id = client_.push("long", {}, on_queue(q));
+    ASSERT_TRUE(wait_until([&] { return running.load(); }, 20s));
+    std::this_thread::sleep_for(3s);  // past one and a half leases
+    EXPECT_EQ(sql_value("SELECT attempts = 1 AND reserved_until > clock_timestamp() FROM queue_jobs WHERE id = " +
+                        std::to_string(id)),
+              "t")
+        << "the lease was not extended";
+    const bool done = wait_until([&] { return jobs_in(q) == 0; }, 20s);
+    std::this_thread::sleep_for(300ms);
+    a.stop();
+    b.stop();
+    ASSERT_TRUE(done);
+    const auto ca = a.counters(), cb = b.counters();
+    EXPECT_EQ(runs.load(), 1);
+    EXPECT_EQ(ca.completed + cb.completed, 1) << describe(ca) << " / " << describe(cb);
+    EXPECT_EQ(ca.lost + cb.lost, 0) << describe(ca) << " / " << describe(cb);
+    EXPECT_EQ(rows_of(table, id), 1);
+}
+
 // ---------------------------------------------------------------- in doubt
 
 // The answer to a handler transaction's COMMIT is lost (the connection is
@@ -460,7 +507,8 @@ TEST_F(WorkerTxTest, ACommitWhoseAnswerWasLostIsResolved) {
 
 // ---------------------------------------------------------------- (d) chaos
 
-// Two workers of four and two threads on one queue of 300 jobs; each
+// Two workers of four and two threads on one queue of 300 jobs, pushed
+// 50 a second (so the workers are often idle); each
 // handler inserts (job_id) into a table without a unique constraint, then
 // sleeps (20 to 80 ms; every tenth job, of a higher priority, 500 ms).
 // Meanwhile:
@@ -470,10 +518,12 @@ TEST_F(WorkerTxTest, ACommitWhoseAnswerWasLostIsResolved) {
 //    during a handler, its call or its COMMIT, or between jobs;
 //  - worker B's clock runs 10 s ahead (jobqueue.clock_offset in its
 //    connections' options), so to B every lease of worker A (2 s) has run
-//    out: whenever B has a free thread it takes over a job A is still
-//    running, as a worker does whose lease lapsed while its handler slept.
+//    out: whenever B has a free thread and nothing pending, it takes over
+//    a job A is still running, as a worker does whose lease lapsed while
+//    its handler slept.
 // Returns how many more rows than jobs there are (0: each job's write
-// exactly once). The run is bounded: the jobs are done within 50 s.
+// exactly once). The run is bounded: about 6 s of pushes, then at most 45 s
+// for the rest (about 14 s in all on a 2-core machine).
 std::int64_t WorkerTxTest::chaos_scenario(bool transactional) {
     const std::string q = make_queue(transactional ? "chaos" : "chaos_plain");
     const std::string table = make_table(transactional ? "chaos" : "chaos_plain");
@@ -486,7 +536,17 @@ std::int64_t WorkerTxTest::chaos_scenario(bool transactional) {
         if (i % 10 == 0) p.priority = 10;
         jobs.push_back(NewJob{"write", {{"slow", i % 10 == 0}}, p});
     }
-    auto ids = client_.push_many(jobs);
+    // pushed 5 at a time every 100 ms (slower than the workers run them),
+    // so that B often has nothing pending to claim but A's running jobs
+    std::vector<std::int64_t> ids;
+    std::thread producer([&] {
+        Client c;
+        for (std::size_t from = 0; from < jobs.size(); from += 5) {
+            std::vector<NewJob> batch(jobs.begin() + from, jobs.begin() + std::min(jobs.size(), from + 5));
+            for (auto id : c.push_many(batch)) ids.push_back(id);
+            std::this_thread::sleep_for(100ms);
+        }
+    });
 
     // the ordinary handler's connections, one per handler thread, named
     // like the worker's own so that the terminator finds them too
@@ -554,7 +614,8 @@ std::int64_t WorkerTxTest::chaos_scenario(bool transactional) {
 
     a.start();
     b.start();
-    const bool drained = wait_until([&] { return jobs_in(q) == 0; }, 50s, 100ms);
+    producer.join();  // about 6 s
+    const bool drained = wait_until([&] { return jobs_in(q) == 0; }, 45s, 100ms);
     if (!drained)
         std::cerr << "left: "
                   << sql_value("SELECT string_agg(format('%s p%s a%s %s until %s due %s', id, priority, attempts, "
@@ -568,6 +629,7 @@ std::int64_t WorkerTxTest::chaos_scenario(bool transactional) {
     b.stop();
     own.clear();
     const auto ca = a.counters(), cb = b.counters();
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
     std::cerr << "chaos (" << (transactional ? "transactional" : "not transactional") << "): " << terminated.load()
               << " handler backends terminated, " << runs.load() << " handler runs; A: " << describe(ca) << "; B: " << describe(cb) << "\n";
 

@@ -168,7 +168,8 @@ struct WorkerCounters {
     std::int64_t completed = 0;
     std::int64_t retried = 0;    // released for another attempt (or failed by the server when out of attempts)
     std::int64_t failed = 0;     // failed on the handler's word, or for an unknown name
-    std::int64_t lost = 0;       // results not recorded: claim lost, dropped after the grace period, or refused
+    std::int64_t lost = 0;       // results not recorded: claim lost, dropped after the grace period, or refused;
+                                 // for a transactional handler also a connection lost before its COMMIT
     std::int64_t reconnects = 0;
 };
 

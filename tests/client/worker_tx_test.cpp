@@ -631,17 +631,17 @@ std::int64_t WorkerTxTest::chaos_scenario(bool transactional) {
     const auto ca = a.counters(), cb = b.counters();
     EXPECT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
     std::cerr << "chaos (" << (transactional ? "transactional" : "not transactional") << "): " << terminated.load()
-              << " handler backends terminated, " << runs.load() << " handler runs; A: " << describe(ca) << "; B: " << describe(cb) << "\n";
+              << " handler backends terminated, " << runs.load() << " handler runs; A: " << describe(ca)
+              << "; B: " << describe(cb) << "\n";
 
     EXPECT_TRUE(drained) << jobs_in(q) << " jobs left";
     EXPECT_EQ(sql_int("SELECT count(*) FROM queue_failed_jobs WHERE queue = " + lit(q)), 0);
     EXPECT_GT(terminated.load(), 0);
     // every job has a row; for a transactional run, exactly one
-    const std::string per_job = "SELECT j.id, count(r.job_id) AS n FROM unnest(ARRAY[" + [&] {
-        std::string list;
-        for (auto id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
-        return list;
-    }() + "]::int8[]) j(id) LEFT JOIN " + table + " r ON r.job_id = j.id GROUP BY j.id";
+    std::string id_list;
+    for (auto id : ids) id_list += (id_list.empty() ? "" : ",") + std::to_string(id);
+    const std::string per_job = "SELECT j.id, count(r.job_id) AS n FROM unnest(ARRAY[" + id_list +
+                                "]::int8[]) j(id) LEFT JOIN " + table + " r ON r.job_id = j.id GROUP BY j.id";
     EXPECT_EQ(sql_int("SELECT count(*) FROM (" + per_job + ") s WHERE n = 0 AND NOT EXISTS "
                       "(SELECT FROM queue_jobs WHERE queue_jobs.id = s.id)"),
               0)

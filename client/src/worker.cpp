@@ -432,11 +432,12 @@ bool Worker::begin_transaction(HandlerConnection& connection) {
             PGconn* conn = client.connection();
             if (conn != connection.named) {
                 std::string name = ("jobqueue handler " + options_.name).substr(0, 63);
-                char* quoted = PQescapeLiteral(conn, name.c_str(), name.size());
-                if (quoted == nullptr) throw ConnectionError("jobqueue: cannot quote the application_name", "08006");
-                std::string sql = std::string("SET application_name = ") + quoted;
-                PQfreemem(quoted);
-                client.execute(sql);
+                // a name libpq cannot quote (not in the connection's encoding) is left out
+                if (char* quoted = PQescapeLiteral(conn, name.c_str(), name.size())) {
+                    const std::string sql = std::string("SET application_name = ") + quoted;
+                    PQfreemem(quoted);
+                    client.execute(sql);
+                }
                 connection.named = conn;
             }
             // a transaction left open (a handler that began one of its own) ends here
@@ -457,8 +458,17 @@ bool Worker::begin_transaction(HandlerConnection& connection) {
 //  - a lost answer to the COMMIT: the server is asked whether it committed.
 void Worker::run_in_transaction(const Job& job, JobContext& context, const Handler& handler,
                                 HandlerConnection& connection) {
-    if (!begin_transaction(connection)) {
-        drop(job);  // the grace period is over: release_running handed it back
+    try {
+        if (!begin_transaction(connection)) {
+            drop(job);  // the grace period is over: release_running handed it back
+            return;
+        }
+    } catch (const Error& e) {
+        // the server refused BEGIN (or the SET before it): the handler does
+        // not run, and the job is released (an exception leaving a handler
+        // thread would end the process)
+        report_error("beginning a handler's transaction", e);
+        record(job, Outcome::retry(std::string("cannot begin the handler's transaction: ") + e.what()));
         return;
     }
     Client& client = *connection.client;

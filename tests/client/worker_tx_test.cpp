@@ -21,43 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "commit_cutter.hpp"
-#include "jobqueue/jobqueue.hpp"
-#include "test_support.hpp"
-
-using namespace std::chrono_literals;
-using jobqueue::Client;
-using jobqueue::Job;
-using jobqueue::JobContext;
-using jobqueue::NewJob;
-using jobqueue::Outcome;
-using jobqueue::PushOptions;
-using jobqueue::Worker;
-using jobqueue::WorkerCounters;
-using jobqueue::WorkerOptions;
-using jobqueue::testing::lit;
-using jobqueue::testing::sql_value;
-using jobqueue::testing::unique_queue;
+#include "worker_fixture.hpp"
 
 namespace {
-
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds step = 20ms) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        if (pred()) return true;
-        if (std::chrono::steady_clock::now() >= deadline) return pred();
-        std::this_thread::sleep_for(step);
-    }
-}
-
-std::int64_t sql_int(const std::string& sql) { return std::stoll(sql_value(sql)); }
-
-std::string describe(const WorkerCounters& c) {
-    return "claimed=" + std::to_string(c.claimed) + " completed=" + std::to_string(c.completed) +
-           " retried=" + std::to_string(c.retried) + " failed=" + std::to_string(c.failed) +
-           " lost=" + std::to_string(c.lost) + " reconnects=" + std::to_string(c.reconnects);
-}
 
 using Conn = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 
@@ -102,18 +68,11 @@ private:
     bool open_ = false;
 };
 
-class WorkerTxTest : public ::testing::Test {
+class WorkerTxTest : public WorkerTest {
 protected:
+    // The queues' jobs go as WorkerTest's do; the handlers' tables too.
     void TearDown() override {
-        for (const auto& q : queues_) {
-            try {
-                Client c;
-                (void)c.clear(q);
-                sql_value("DELETE FROM queue_failed_jobs WHERE queue = " + lit(q));
-            } catch (const std::exception& e) {
-                ADD_FAILURE() << "cleanup of queue " << q << " failed: " << e.what();
-            }
-        }
+        WorkerTest::TearDown();
         for (const auto& t : tables_) {
             try {
                 sql_value("DROP TABLE IF EXISTS " + t);
@@ -121,11 +80,6 @@ protected:
                 ADD_FAILURE() << "dropping " << t << " failed: " << e.what();
             }
         }
-    }
-
-    std::string make_queue(const std::string& prefix) {
-        queues_.push_back(unique_queue("wtx_" + prefix));
-        return queues_.back();
     }
 
     // The handlers' table: one row per write, no unique constraint, so that
@@ -136,37 +90,22 @@ protected:
         return tables_.back();
     }
 
+    // WorkerTest's options, the worker named so that its handlers'
+    // connections can be told apart (application_name).
     static WorkerOptions options(const std::string& queue, int threads = 2) {
-        WorkerOptions o;
-        o.queues = {queue};
-        o.threads = threads;
-        o.poll_interval = 200ms;
-        o.max_reconnect_delay = 500ms;
+        WorkerOptions o = WorkerTest::options(queue, threads);
         o.name = "wtx:" + queue;
         return o;
-    }
-
-    static PushOptions on_queue(const std::string& queue, int max_attempts = 3) {
-        PushOptions p;
-        p.queue = queue;
-        p.max_attempts = max_attempts;
-        return p;
     }
 
     static std::int64_t rows_of(const std::string& table, std::int64_t job_id) {
         return sql_int("SELECT count(*) FROM " + table + " WHERE job_id = " + std::to_string(job_id));
     }
-    static std::int64_t jobs_in(const std::string& queue) {
-        return sql_int("SELECT count(*) FROM queue_jobs WHERE queue = " + lit(queue));
-    }
-
     // (c), see StaleTokenRollsTheHandlersWritesBack.
     void stale_token_scenario(const std::string& q, const std::string& table, bool transactional);
     // (d), see ChaosEveryJobWrittenExactlyOnce; the duplicated writes seen.
     std::int64_t chaos_scenario(bool transactional);
 
-    Client client_;
-    std::vector<std::string> queues_;
     std::vector<std::string> tables_;
 };
 
@@ -205,8 +144,8 @@ TEST_F(WorkerTxTest, OnlyTransactionalHandlersGetAConnection) {
         return Outcome::done();
     });
     w.start();
-    (void)client_.push("plain", {}, on_queue(q));
-    (void)client_.push("tx", {}, on_queue(q));
+    (void)client_->push("plain", {}, on_queue(q));
+    (void)client_->push("tx", {}, on_queue(q));
     const bool done = wait_until([&] { return w.counters().completed == 2; }, 20s);
     w.stop();
     ASSERT_TRUE(done) << describe(w.counters());
@@ -234,7 +173,7 @@ TEST_F(WorkerTxTest, HandlerWritesAndCompletionCommitTogether) {
     });
     std::vector<NewJob> jobs;
     for (int i = 0; i < 20; ++i) jobs.push_back(NewJob{"write", {}, on_queue(q)});
-    auto ids = client_.push_many(jobs);
+    auto ids = client_->push_many(jobs);
     w.start();
     const bool done = wait_until([&] { return w.counters().completed == 20 && jobs_in(q) == 0; }, 30s);
     w.stop();
@@ -268,7 +207,7 @@ TEST_F(WorkerTxTest, HandlerThatThrowsLeavesNoRowAndIsRetried) {
         if (job.attempts == 1) throw std::runtime_error("boom");
         return Outcome::done();
     });
-    const std::int64_t id = client_.push("flaky", {}, on_queue(q, 3));
+    const std::int64_t id = client_->push("flaky", {}, on_queue(q, 3));
     w.start();
     // released: not held, attempts 1, the handler's error, and no row
     const bool released = wait_until(
@@ -307,7 +246,7 @@ TEST_F(WorkerTxTest, AnAbortedTransactionIsReleasedNotCompleted) {
         }
         return Outcome::done();
     });
-    const std::int64_t id = client_.push("sloppy", {}, on_queue(q, 1));
+    const std::int64_t id = client_->push("sloppy", {}, on_queue(q, 1));
     w.start();
     const bool failed = wait_until(
         [&] { return sql_int("SELECT count(*) FROM queue_failed_jobs WHERE id = " + std::to_string(id)) == 1; }, 20s);
@@ -333,8 +272,8 @@ TEST_F(WorkerTxTest, FailAndRetryOutcomesCommitWithTheWrites) {
         exec(ctx.connection(), "INSERT INTO " + table + " VALUES ($1, 'retry')", {std::to_string(job.id)});
         return Outcome::retry_in(1h, "much later");
     });
-    const std::int64_t failing = client_.push("give_up", {}, on_queue(q));
-    const std::int64_t later = client_.push("later", {}, on_queue(q));
+    const std::int64_t failing = client_->push("give_up", {}, on_queue(q));
+    const std::int64_t later = client_->push("later", {}, on_queue(q));
     w.start();
     const bool both = wait_until([&] { return w.counters().failed == 1 && w.counters().retried == 1; }, 20s);
     w.stop();
@@ -376,7 +315,7 @@ void WorkerTxTest::stale_token_scenario(const std::string& q, const std::string&
     };
     if (transactional) w.on_transactional("slow", handler);
     else w.on("slow", handler);
-    const std::int64_t id = client_.push("slow", {}, on_queue(q));
+    const std::int64_t id = client_->push("slow", {}, on_queue(q));
     w.start();
     ASSERT_TRUE(wait_until([&] { return started.load(); }, 20s));
 
@@ -449,7 +388,7 @@ TEST_F(WorkerTxTest, HeartbeatExtendsTheLeaseWhileTheHandlerRuns) {
     b.on_transactional("long", handler);
     a.start();
     b.start();
-    const std::int64_t id = client_.push("long", {}, on_queue(q));
+    const std::int64_t id = client_->push("long", {}, on_queue(q));
     ASSERT_TRUE(wait_until([&] { return running.load(); }, 20s));
     std::this_thread::sleep_for(3s);  // past one and a half leases
     EXPECT_EQ(sql_value("SELECT attempts = 1 AND reserved_until > clock_timestamp() FROM queue_jobs WHERE id = " +
@@ -488,7 +427,7 @@ TEST_F(WorkerTxTest, ACommitWhoseAnswerWasLostIsResolved) {
         exec(ctx.connection(), "INSERT INTO " + table + " VALUES ($1, 'n')", {std::to_string(job.id)});
         return Outcome::done();
     });
-    const std::int64_t id = client_.push("n", {}, on_queue(q));
+    const std::int64_t id = client_->push("n", {}, on_queue(q));
     cutter.arm(1);  // the handler's COMMIT is the worker's only one (the completer has nothing to do)
     w.start();
     const bool done = wait_until([&] { return w.counters().completed + w.counters().lost >= 1; }, 20s);

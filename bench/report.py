@@ -635,6 +635,42 @@ def figure_row(scen, system, clients, key, ref=None, ref_name="", unit="", *, w,
     w(f"| {scen} | {system} | {clients} | {fmt(v, unit)}{spread(f, key, unit)} | {rtext} |")
 
 
+# ---------------------------------------------------------------- peers via Node
+# bench/peers/pgboss.mjs: pg-boss and jobqueue through node-postgres, one Node
+# process, C clients each with its own connection.
+PEER_OPS = (("push", "one-job push", "send(queue, data)", "queue_push($1, $2)"),
+            ("batch", "batch push of 100", "insert([100 jobs])", "queue_push_many($1::jsonb)"),
+            ("drain1", "one-job drain", "fetch(queue) + complete(queue, id)",
+             "queue_reserve(ARRAY[$1], ..., 1) + queue_delete(id, token)"))
+
+
+def peer_goals():
+    return [("peers via Node: push, 1 client, queue_push vs pg-boss send", "peer.ours_node.push.c1",
+             "peer.pgboss.push.c1", ">=", 1.0),
+            ("peers via Node: push, 8 clients, queue_push vs pg-boss send", "peer.ours_node.push.c8",
+             "peer.pgboss.push.c8", ">=", 1.0),
+            ("peers via Node: batch push (100/call), 8 clients, queue_push_many vs pg-boss insert",
+             "peer.ours_node.batch.c8", "peer.pgboss.batch.c8", ">=", 1.0),
+            ("peers via Node: one-job drain, 8 clients, reserve+delete vs pg-boss fetch+complete",
+             "peer.ours_node.drain1.c8", "peer.pgboss.drain1.c8", ">=", 1.0)]
+
+
+def peer_rows(f, w):
+    status = f.text("peer.status")
+    if status and status != "ok":
+        w(f"| 15 peers via Node | pg-boss | | {status} | |")
+        return
+    for op, label, boss_call, ours_call in PEER_OPS:
+        for c in (1, 8):
+            ref = f"peer.pgboss.{op}.c{c}"
+            if not f.values(ref):
+                continue
+            figure_row("15 peers via Node", f"{label}: pg-boss {f.text('peer.meta.pgboss')} {boss_call}", c,
+                       ref, None, "ref", w=w, f=f)
+            figure_row("15 peers via Node", f"{label}: jobqueue {ours_call}", c, f"peer.ours_node.{op}.c{c}",
+                       ref, "pg-boss", w=w, f=f)
+
+
 def worker_rows(f, w):
     for t in (2, 8):
         key = f"worker.drain.t{t}"
@@ -687,6 +723,10 @@ def main(raw, versions=None):
           f"claim latency of the first and last {f.text('meta.soak_window')} s")
     elif f.text("meta.only"):
         w(f"- **only the scenarios {f.text('meta.only')}** (run.sh --only)")
+    if f.text("peer.meta.pgboss"):
+        w(f"- peers via Node (scenario 15): pg-boss {f.text('peer.meta.pgboss')}, node-postgres "
+          f"{f.text('peer.meta.pg')}, Node {f.text('peer.meta.node')}, one Node process for all clients; "
+          f"one-job drains from a backlog of {int(num(f.text('peer.meta.backlog')) or 0):,} jobs")
     times = [(k[len("time."):], f.text(k)) for k in f.runs if k.startswith("time.") and k != "time.end"]
     if times:
         w("- time per part (s): " + ", ".join(f"{k} {v}" for k, v in times))
@@ -727,6 +767,7 @@ def main(raw, versions=None):
     goals += dashboard_goals(f)
     goals += flow_goals(f)
     goals += storage_goals()
+    goals += peer_goals()
     w("## Goals")
     w("")
     w("| goal | measured | reference | ratio | target | |")
@@ -847,6 +888,7 @@ def main(raw, versions=None):
     flow_rows(f, w)
     idle_rows(f, w)
     waiting_rows(f, w)
+    peer_rows(f, w)
     w("")
 
     # ------------------------------------------------ plans

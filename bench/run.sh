@@ -7,10 +7,11 @@
 # Installs what it needs (PgQ from apt, the extension via make install, the
 # C++ programs via CMake), starts a PostgreSQL 15 cluster with the fixed
 # settings below, runs every scenario against jobqueue and the references
-# (floor, plain-sql, PgQ), stops the cluster, and prints a markdown table:
-# each figure, its ratio to the reference measured in the same run, and the
-# goal met/missed.  Raw pgbench logs, EXPLAIN probes and the table are kept
-# in bench/results/<time>/.  See bench/README.md.
+# (floor, plain-sql, PgQ; pg-boss through Node), stops the cluster, and
+# prints a markdown table: each figure, its ratio to the reference measured
+# in the same run, and the goal met/missed.  Raw pgbench logs, EXPLAIN
+# probes and the table are kept in bench/results/<time>/.  See
+# bench/README.md.
 #
 #   --quick   one run per figure of 1 s instead of the median of 3 runs of
 #             3 s; backlogs of 30,000 instead of 100,000 for the drains,
@@ -21,8 +22,10 @@
 #             an idle machine).
 #   --only=NAME[,NAME...]
 #             run only these scenarios: push drain1 drainb depth churn held
-#             latency cold_plan steady worker dashboard flow idle waiting (the
-#             report's rows of the others, and the ratios that need them, are n/a).
+#             latency cold_plan steady worker dashboard flow idle waiting peers
+#             (the report's rows of the others, and the ratios that need them,
+#             are n/a).  peers: pg-boss and jobqueue through node-postgres
+#             (bench/peers/pgboss.mjs; npm ci installs pg-boss when missing).
 #   --soak    instead of the scenarios: a steady load of SOAK_SECS (default
 #             600) while a REPEATABLE READ transaction stays open that has
 #             read SOAK_HELD: other (default: another table) or queue_jobs.
@@ -34,7 +37,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
 
 MODE=full
-SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard flow idle waiting"
+SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard flow idle waiting peers"
 ONLY=
 SOAK=0          # 1: --soak, 2: --soak-compare
 for arg in "$@"; do
@@ -43,7 +46,7 @@ for arg in "$@"; do
         --only=*) ONLY=${arg#--only=} ;;
         --soak) (( SOAK )) || SOAK=1 ;;
         --soak-compare) SOAK=2 ;;
-        -h|--help) sed -n '2,31s/^# \{0,1\}//p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34s/^# \{0,1\}//p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -80,6 +83,8 @@ source "$BENCH/lib/scenarios_latency.sh"
 source "$BENCH/lib/scenario_dashboard.sh"
 # shellcheck source=lib/scenario_flow.sh
 source "$BENCH/lib/scenario_flow.sh"
+# shellcheck source=lib/scenario_peers.sh
+source "$BENCH/lib/scenario_peers.sh"
 
 # Server settings: the same for every system measured (see bench/README.md, "Settings, and why").
 BENCH_PGCONF="shared_buffers = 512MB

@@ -17,6 +17,7 @@ if [[ $MODE == quick ]]; then
     DASH_DRAIN_SECS=2 # dashboard: each drain, with and without a poller
     IDLE_SECS=20      # idle: the window measured (each: the queue's, the reference's)
     WAITING_SECS=40   # waiting: the load's length
+    PEER_BACKLOG=10000 # peers: the one-job drains' backlog (pg-boss and jobqueue each)
 else
     SECS=3
     REPS=3
@@ -32,6 +33,7 @@ else
     DASH_DRAIN_SECS=3
     IDLE_SECS=60
     WAITING_SECS=120
+    PEER_BACKLOG=20000
 fi
 CHURN_ROUNDS=10       # churn: rounds back to back (sizes after 1, 2 and 10 compared)
 SHALLOW=10000         # depth: the shallow backlog

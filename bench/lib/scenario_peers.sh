@@ -29,7 +29,7 @@ scenario_peers() {
         (cd "$dir" && npm ci --no-audit --no-fund) >"$OUT/npm-ci.log" 2>&1 \
             || { tail -20 "$OUT/npm-ci.log" >&2; return 1; }
     fi
-    local args=(--secs="$SECS" --reps="$REPS" --backlog="$PEER_BACKLOG" --clients=1,8)
+    local args=(--secs="$SECS" --reps="$REPS" --backlog="$PEER_BACKLOG" --clients="1,8")
     if [[ $MODE == full ]]; then args+=(--checkpoint); fi
     if ! node "$dir/pgboss.mjs" "${args[@]}" >"$OUT/peers.tsv" 2>"$OUT/peers.log"; then
         echo "bench/peers/pgboss.mjs failed:" >&2

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "backoff.hpp"
+#include "commit_outcome.hpp"
 #include "utf8.hpp"
 
 namespace jobqueue {
@@ -160,17 +161,12 @@ std::optional<std::vector<std::int64_t>> Completer::record(const Group& group, T
         try {
             Client& client = connection(tag);
             if (in_doubt) {
-                std::optional<std::string> status;
-                try {
-                    status = client.transaction_status(in_doubt->transaction);
-                } catch (const InvalidArgument&) {
-                    status.reset();  // in the future: not committed here
-                }
-                if (status && *status == "committed") {
+                const CommitOutcome outcome = commit_outcome(client, in_doubt->transaction);
+                if (outcome == CommitOutcome::committed) {
                     connections_.working();
                     return std::move(in_doubt->acted);
                 }
-                if (status && *status == "in progress") {
+                if (outcome == CommitOutcome::in_progress) {
                     // the old session has not ended yet: ask again shortly
                     if (!pause(backoff.next())) return std::nullopt;
                     continue;

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "backoff.hpp"
+#include "commit_outcome.hpp"
 #include "completer.hpp"
 #include "connection_log.hpp"
 #include "utf8.hpp"
@@ -607,24 +608,17 @@ bool Worker::committed_in_doubt(HandlerConnection& connection, std::int64_t tran
     Client& client = *connection.client;
     Backoff backoff(std::chrono::milliseconds(50), options_.max_reconnect_delay);
     for (int tries = 0; tries < 50; ++tries) {
-        std::optional<std::string> status;
+        CommitOutcome outcome = CommitOutcome::not_committed;
         try {
             if (!with_reconnect(
-                    client, connection.opened,
-                    [&] {
-                        try {
-                            status = client.transaction_status(transaction);
-                        } catch (const InvalidArgument&) {
-                            status.reset();  // in the future: not committed here
-                        }
-                    },
+                    client, connection.opened, [&] { outcome = commit_outcome(client, transaction); },
                     hard_stop_))
                 return false;
         } catch (const Error& e) {
             report_error("asking whether a handler's transaction committed", e);
             return false;
         }
-        if (!status || *status != "in progress") return status && *status == "committed";
+        if (outcome != CommitOutcome::in_progress) return outcome == CommitOutcome::committed;
         if (hard_stop_) return false;
         sleep_for(backoff.next());
     }

@@ -242,8 +242,11 @@ def holder(db, rng):
                 row = s.retrying(lambda cur: (cur.execute(HELD_ROW, (job_id,)), cur.fetchone())[1])
                 kept = row is not None and row[0] == token and row[1] == until
                 ok, _ = fenced(s, "delete", job_id, token, "queue_delete(%s, %s)")
-                if ok is None:   # cut by a kill: the completion after the restart says
-                    ok = next(r[2] for r in reversed(redos) if r[:2] == (job_id, token))
+                if ok is None:   # cut by a kill: the completion after the restart says,
+                    # unless the cut delete was seen waiting for the standby: then it had
+                    # committed and the completion after the restart rightly found no job
+                    ok = (next(r[2] for r in reversed(redos) if r[:2] == (job_id, token))
+                          or ("delete", (job_id, token), True) in limbo)
                 held.append((job_id, token, ok, kept, row is not None and row[2] == "queue_jobs_long",
                              epoch, kill_epoch[0]))
         except psycopg2.Error as e:

@@ -112,7 +112,8 @@ REGRESS = \
 	upgrade_1_3 \
 	upgrade_1_4 \
 	upgrade_1_5 \
-	upgrade_1_5_overview upgrade_1_6
+	upgrade_1_5_overview upgrade_1_6 \
+	indexes
 REGRESS_OPTS = --load-extension=jobqueue
 
 ISOLATION = $(basename $(notdir $(wildcard tests/isolation/specs/*.spec)))

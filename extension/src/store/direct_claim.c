@@ -299,8 +299,7 @@ LockAndClaim(DirectClaim *claim, int p, ItemPointerData tid)
 	if (Claimable(claim, locked, search->shape))
 	{
 		BuildClaimedRow(claim, p, locked);
-		ExecSimpleRelationUpdate(search->write.result, search->write.estate, NULL, locked,
-								 claim->partitions[p].updated);
+		UpdateLockedRow(&search->write, locked, claim->partitions[p].updated);
 		KeepClaimed(claim, p, locked);
 	}
 	ExecClearTuple(locked);

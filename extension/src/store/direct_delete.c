@@ -362,8 +362,7 @@ InsertFailedRow(FailedRow *failed, Snapshot snapshot)
 	if (failed->rel->rd_att->constr != NULL)
 		ExecConstraints(write.result, failed->slot, write.estate);
 	table_tuple_insert(failed->rel, failed->slot, write.estate->es_output_cid, 0, NULL);
-	if (write.result->ri_NumIndices > 0)
-		list_free(InsertIndexEntries(write.result, failed->slot, write.estate, false, false));
+	InsertRowIndexEntries(&write, failed->slot, false, false);
 	EndPartitionWrite(&write);
 }
 

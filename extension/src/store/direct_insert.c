@@ -10,8 +10,9 @@
  * as much as the heap and index inserts (docs/performance.md, "Where a
  * call's time goes").  Here the row is inserted the way PostgreSQL's own
  * logical replication applies one (ExecSimpleRelationInsert): the
- * partition's constraints, its partition bound and every index (partial
- * ones too) are checked and written as the statement would, with WAL and
+ * partition's constraints, its partition bound and every index the row
+ * has an entry in (partial ones too) are checked and written as the
+ * statement would, with WAL and
  * statistics; only the plan is missing (and the partition bound's check
  * after the first push of a ring into the partition: CheckRow).  The queue's wake-up setting is
  * one look-up of queue_settings' primary key under the same snapshot.
@@ -122,16 +123,6 @@ CheckRow(JobTable table, const PartitionShape *shape, ResultRelInfo *result, ESt
 	}
 }
 
-/* The index entries of the row just inserted from slot, partial indexes too. */
-static void
-InsertRowIndexEntries(ResultRelInfo *result, EState *estate, TupleTableSlot *slot)
-{
-	if (result->ri_NumIndices > 0)
-		list_free(InsertIndexEntries(result, slot, estate, false, false));
-	/* the partial indexes' predicates are evaluated per row in this context */
-	ResetPerTupleExprContext(estate);
-}
-
 /*
  * Insert jobs[0..count) into the partition rel of job table "table", one
  * executor state for them all; their ids (from the id sequence, in order)
@@ -162,7 +153,7 @@ InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShap
 		table_multi_insert(rel, slots, count, write.estate->es_output_cid, 0, NULL);
 	for (int i = 0; i < count; i++)
 	{
-		InsertRowIndexEntries(write.result, write.estate, slots[i]);
+		InsertRowIndexEntries(&write, slots[i], false, false);
 		ExecDropSingleTupleTableSlot(slots[i]);
 	}
 	pfree(slots);

@@ -331,8 +331,7 @@ Admit(const JqCall *call, PartitionScan *search, Snapshot snapshot, text *queue,
 		return false;
 	}
 	BuildAdmittedRow(call, search, search->locked, job);
-	ExecSimpleRelationUpdate(search->write.result, search->write.estate, NULL, search->locked,
-							 search->updated);
+	UpdateLockedRow(&search->write, search->locked, search->updated);
 	ExecClearTuple(search->locked);
 	return true;
 }

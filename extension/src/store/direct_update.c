@@ -90,8 +90,7 @@ ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
 		return outcome;
 	if (!BuildChangedRow(partition, change))
 		return DIRECT_USE_STATEMENT;
-	ExecSimpleRelationUpdate(partition->write.result, partition->write.estate, NULL,
-							 partition->slot, partition->updated);
+	UpdateLockedRow(&partition->write, partition->slot, partition->updated);
 	return DIRECT_DONE;
 }
 

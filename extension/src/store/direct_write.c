@@ -8,16 +8,26 @@
  * the work of statements with the access methods.  A statement starts
  * with a snapshot that sees the transaction's earlier work, and its
  * writes are seen by what the transaction runs after it; a row inserted
- * or updated needs its partition's indexes (their partial predicates made
- * once per partition shape: shape.c) and its constraints, which the
- * executor's helpers for logical replication's apply check given an
- * executor state of the partition alone.
+ * or updated needs its partition's constraints, which the executor's
+ * helpers for logical replication's apply check given an executor state of
+ * the partition alone, and entries in the partition's indexes.
+ *
+ * Which indexes: a job partition has six, five of them partial (ready,
+ * waiting, with a deadline, waiting for a key, waiting for parents), and a
+ * row has entries in two or three.  The executor opens and locks all of
+ * them for each statement and builds each one's description; here an
+ * index is opened when a row of the write first needs an entry in it,
+ * which the predicate kept with the partition's shape (shape.c) tells
+ * from the row alone.  An index no row needs is left unopened, as the
+ * executor would have left it without an entry: the partition's lock,
+ * held, keeps its indexes from being dropped or rebuilt meanwhile.
  *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
 
 #include "access/genam.h"
+#include "catalog/index.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
@@ -70,8 +80,8 @@ EndStatementSnapshot(Snapshot snapshot)
 /*
  * The executor state for event's rows (CMD_INSERT or CMD_UPDATE) in rel,
  * the partition of job table "table" (JOBS_ALL: another of the extension's
- * tables, queue_failed_jobs), under snapshot: its indexes open
- * with the kept predicates, and (an update) the replica identity a
+ * tables, queue_failed_jobs), under snapshot: its index list read, none
+ * opened yet (UseIndexesOfRow), and (an update) the replica identity a
  * publication of the partition's updates needs checked as the executor
  * checks it.
  */
@@ -80,6 +90,9 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 					CmdType event)
 {
 	RangeTblEntry *rte = makeNode(RangeTblEntry);
+	List	   *indexes = RelationGetIndexList(rel);
+	int			i = 0;
+	ListCell   *lc;
 
 	write->estate = CreateExecutorState();
 	rte->rtekind = RTE_RELATION;
@@ -91,11 +104,93 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 	InitResultRelInfo(write->result, rel, 1, NULL, 0);
 	write->estate->es_output_cid = GetCurrentCommandId(true);
 	write->estate->es_snapshot = snapshot;
-	ExecOpenIndices(write->result, false);
-	if (table != JOBS_ALL)
-		KeepIndexPredicates(table, write->result);
+	write->table = table;
+	write->index_count = list_length(indexes);
+	write->index_oids = palloc(sizeof(Oid) * Max(write->index_count, 1));
+	write->opened = palloc0(sizeof(Relation) * Max(write->index_count, 1));
+	write->infos = palloc0(sizeof(IndexInfo *) * Max(write->index_count, 1));
+	foreach(lc, indexes)
+		write->index_oids[i++] = lfirst_oid(lc);
+	list_free(indexes);
+	write->result->ri_IndexRelationDescs = palloc(sizeof(Relation) * Max(write->index_count, 1));
+	write->result->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * Max(write->index_count, 1));
+	write->result->ri_NumIndices = 0;
 	if (event != CMD_INSERT)
 		CheckCmdReplicaIdentity(rel, event);
+}
+
+/*
+ * Whether the row in slot has an entry in the index kept: true when its
+ * predicate (if it has one) holds, or when the index is not known yet.
+ */
+static bool
+RowNeedsIndex(PartitionWrite *write, const KeptIndex *kept, TupleTableSlot *slot)
+{
+	ExprContext *econtext;
+
+	if (kept == NULL || kept->predicate == NULL)
+		return true;
+	econtext = GetPerTupleExprContext(write->estate);
+	econtext->ecxt_scantuple = slot;
+	return ExecQual(kept->predicate, econtext);
+}
+
+/*
+ * Make write's indexes (what the executor's helpers insert into) those the
+ * row in slot needs, opening each the first time (see the header).
+ */
+void
+UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot)
+{
+	ResultRelInfo *result = write->result;
+
+	result->ri_NumIndices = 0;
+	for (int i = 0; i < write->index_count; i++)
+	{
+		const KeptIndex *kept = write->table == JOBS_ALL ? NULL :
+			KeptIndexOf(write->table, write->index_oids[i]);
+
+		if (!RowNeedsIndex(write, kept, slot))
+			continue;
+		if (write->opened[i] == NULL)
+		{
+			write->opened[i] = index_open(write->index_oids[i], RowExclusiveLock);
+			write->infos[i] = BuildIndexInfo(write->opened[i]);
+			if (write->table != JOBS_ALL)
+				KeepIndex(write->table, write->opened[i], write->infos[i]);
+		}
+		result->ri_IndexRelationDescs[result->ri_NumIndices] = write->opened[i];
+		result->ri_IndexRelationInfo[result->ri_NumIndices] = write->infos[i];
+		result->ri_NumIndices++;
+	}
+}
+
+/*
+ * The index entries of the row just inserted or updated (update) from slot
+ * (the summarizing indexes' only: summarizing_only).
+ */
+void
+InsertRowIndexEntries(PartitionWrite *write, TupleTableSlot *slot, bool update,
+					  bool summarizing_only)
+{
+	UseIndexesOfRow(write, slot);
+	if (write->result->ri_NumIndices > 0)
+		list_free(InsertIndexEntries(write->result, slot, write->estate, update, summarizing_only));
+	/* the partial indexes' predicates are evaluated per row in this context */
+	ResetPerTupleExprContext(write->estate);
+}
+
+/*
+ * Update the version of write's partition locked in slot "locked" to the
+ * row in "updated", as logical replication's apply does
+ * (ExecSimpleRelationUpdate: constraints, heap, index entries), with the
+ * indexes the new version needs.
+ */
+void
+UpdateLockedRow(PartitionWrite *write, TupleTableSlot *locked, TupleTableSlot *updated)
+{
+	UseIndexesOfRow(write, updated);
+	ExecSimpleRelationUpdate(write->result, write->estate, NULL, locked, updated);
 }
 
 /*
@@ -123,10 +218,8 @@ UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid, TupleTa
 		ExecConstraints(write->result, updated, write->estate);
 	result = table_tuple_update(rel, tid, updated, GetCurrentCommandId(true), snapshot,
 								InvalidSnapshot, wait, &failure, &lock_mode, &update_indexes);
-	if (result == TM_Ok && UPDATE_NEEDS_INDEX_ENTRIES(update_indexes) &&
-		write->result->ri_NumIndices > 0)
-		list_free(InsertIndexEntries(write->result, updated, write->estate, true,
-									 UPDATE_SUMMARIZING_ONLY(update_indexes)));
+	if (result == TM_Ok && UPDATE_NEEDS_INDEX_ENTRIES(update_indexes))
+		InsertRowIndexEntries(write, updated, true, UPDATE_SUMMARIZING_ONLY(update_indexes));
 	return result;
 }
 
@@ -187,9 +280,20 @@ ReportMovedRow(void)
 void
 EndPartitionWrite(PartitionWrite *write)
 {
+	ResultRelInfo *result = write->result;
+
 	if (write->estate == NULL)
 		return;
-	ExecCloseIndices(write->result);
+	/* the executor's own closing (each index's clean-up, its lock let go) of those opened */
+	result->ri_NumIndices = 0;
+	for (int i = 0; i < write->index_count; i++)
+		if (write->opened[i] != NULL)
+		{
+			result->ri_IndexRelationDescs[result->ri_NumIndices] = write->opened[i];
+			result->ri_IndexRelationInfo[result->ri_NumIndices] = write->infos[i];
+			result->ri_NumIndices++;
+		}
+	ExecCloseIndices(result);
 	ExecResetTupleTable(write->estate->es_tupleTable, false);
 	FreeExecutorState(write->estate);
 	write->estate = NULL;

@@ -168,7 +168,7 @@ ShapeOf(JobTable table, Relation rel)
 		MemoryContextReset(shape->context);
 	old = MemoryContextSwitchTo(shape->context);
 	shape->natts = desc->natts;
-	shape->predicates = NIL;
+	shape->indexes = NIL;
 	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
 		shape->attnum[c] = Max(SPI_fnumber(desc, job_column_names[c]), 0);
 	/* a push computes no generated column (direct_insert.c) */
@@ -218,50 +218,50 @@ NoteBoundChecked(JobTable table, int ring)
 	shapes[table].bound_checked_ring = ring;
 }
 
-/* A partial index's predicate, ready to evaluate, kept with the shape. */
-typedef struct KeptPredicate
+/*
+ * An index of job table "table"'s partition as the direct writes know it
+ * (see PartitionWrite, direct_write.c), or NULL until a row first needed
+ * it (KeepIndex).  Its kept predicate lets a write tell, from the row
+ * alone, that the row has no entry in it: then it need not be opened.
+ */
+const KeptIndex *
+KeptIndexOf(JobTable table, Oid index)
 {
-	Oid			index;
-	ExprState  *predicate;
-} KeptPredicate;
+	ListCell   *lc;
+
+	foreach(lc, shapes[table].indexes)
+		if (((KeptIndex *) lfirst(lc))->index == index)
+			return lfirst(lc);
+	return NULL;
+}
 
 /*
- * Give the partial indexes of result (the partition of job table "table",
- * its indexes open) their predicates made once per shape: the executor
- * would plan and compile each again for every executor state
- * (ExecPrepareQual at the first row inserted), five of them for every push
- * and claim.  A compiled predicate refers to nothing of an executor state;
- * the shape's memory, and so its predicates, go when the partition changes
- * (an index created or dropped changes it too).
+ * Keep index (just opened, info built for it) with the shape of job table
+ * "table"'s partition, and give info its predicate made once per shape:
+ * the executor would plan and compile it again for every executor state
+ * (ExecPrepareQual at the first row inserted).  A compiled predicate refers
+ * to nothing of an executor state; the shape's memory, and so the kept
+ * indexes, go when the partition changes (an index created or dropped
+ * changes it too).
  */
 void
-KeepIndexPredicates(JobTable table, ResultRelInfo *result)
+KeepIndex(JobTable table, Relation index, IndexInfo *info)
 {
 	PartitionShape *shape = &shapes[table];
+	const KeptIndex *kept = KeptIndexOf(table, RelationGetRelid(index));
 
-	for (int i = 0; i < result->ri_NumIndices; i++)
+	if (kept == NULL)
 	{
-		IndexInfo  *info = result->ri_IndexRelationInfo[i];
-		Oid			index = RelationGetRelid(result->ri_IndexRelationDescs[i]);
-		ListCell   *lc;
-		KeptPredicate *kept = NULL;
+		MemoryContext old = MemoryContextSwitchTo(shape->context);
+		KeptIndex  *keep = palloc(sizeof(KeptIndex));
 
-		if (info->ii_Predicate == NIL || info->ii_PredicateState != NULL)
-			continue;
-		foreach(lc, shape->predicates)
-			if (((KeptPredicate *) lfirst(lc))->index == index)
-				kept = lfirst(lc);
-		if (kept == NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(shape->context);
-
-			kept = palloc(sizeof(KeptPredicate));
-			kept->index = index;
-			kept->predicate = ExecInitQual((List *) expression_planner((Expr *) copyObject(info->ii_Predicate)),
-										   NULL);
-			shape->predicates = lappend(shape->predicates, kept);
-			MemoryContextSwitchTo(old);
-		}
-		info->ii_PredicateState = kept->predicate;
+		keep->index = RelationGetRelid(index);
+		keep->predicate = info->ii_Predicate == NIL ? NULL :
+			ExecInitQual((List *) expression_planner((Expr *) copyObject(info->ii_Predicate)), NULL);
+		shape->indexes = lappend(shape->indexes, keep);
+		MemoryContextSwitchTo(old);
+		kept = keep;
 	}
+	if (kept->predicate != NULL && info->ii_PredicateState == NULL)
+		info->ii_PredicateState = kept->predicate;
 }

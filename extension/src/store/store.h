@@ -195,13 +195,22 @@ typedef struct PartitionShape
 	/* a key's slot handed on (1.5): the index of the jobs waiting for a slot, and the flow columns */
 	bool		admit_usable;
 	Oid			key_waiting_index;
-	List	   *predicates;		/* of its partial indexes, made once (KeepIndexPredicates) */
+	List	   *indexes;		/* of KeptIndex: those a write has needed (KeepIndex) */
 	MemoryContext context;		/* emptied each time the shape is read again */
 } PartitionShape;
 
 extern const PartitionShape *ShapeOf(JobTable table, Relation rel);
 extern void NoteBoundChecked(JobTable table, int ring);
-extern void KeepIndexPredicates(JobTable table, ResultRelInfo *result);
+
+/* An index of a partition, known to the direct writes: its predicate made once (NULL: not partial). */
+typedef struct KeptIndex
+{
+	Oid			index;
+	ExprState  *predicate;
+} KeptIndex;
+
+extern const KeptIndex *KeptIndexOf(JobTable table, Oid index);
+extern void KeepIndex(JobTable table, Relation index, IndexInfo *info);
 extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
 						 Datum value, bool isnull);
 extern Datum JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
@@ -229,7 +238,12 @@ extern bool InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int coun
 typedef struct PartitionWrite
 {
 	EState	   *estate;			/* NULL: not begun */
-	ResultRelInfo *result;
+	ResultRelInfo *result;		/* its indexes: those the row at hand needs (UseIndexesOfRow) */
+	JobTable	table;
+	int			index_count;	/* the partition's indexes, opened when a row first needs one */
+	Oid		   *index_oids;
+	Relation   *opened;			/* NULL: not opened yet */
+	IndexInfo **infos;
 } PartitionWrite;
 
 extern bool TextsEqual(text *a, text *b);
@@ -238,6 +252,11 @@ extern Snapshot BeginStatementSnapshot(void);
 extern void EndStatementSnapshot(Snapshot snapshot);
 extern void BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel,
 								Snapshot snapshot, CmdType event);
+extern void UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot);
+extern void InsertRowIndexEntries(PartitionWrite *write, TupleTableSlot *slot, bool update,
+								  bool summarizing_only);
+extern void UpdateLockedRow(PartitionWrite *write, TupleTableSlot *locked,
+							TupleTableSlot *updated);
 extern TM_Result UpdatePartitionRow(PartitionWrite *write, Relation rel, ItemPointer tid,
 									TupleTableSlot *updated, Snapshot snapshot, bool wait);
 extern TM_Result LockRowAsExecutor(Relation rel, ItemPointer tid, Snapshot snapshot,

@@ -154,6 +154,8 @@ WriteSetting(FunctionCallInfo fcinfo, JqStatement *plan, Datum value, bool value
 	args[2] = TimestampTzGetDatum(call.now);
 
 	RunAlone(&call, plan, args, nulls, SPI_OK_INSERT);
+	/* the pushes of every session read the queue's settings again (settings_row.c) */
+	ForgetQueueSettingsAtCommit(&call);
 }
 
 /* queue_pause(queue): claims hand out nothing from it; its jobs stay. */

@@ -15,7 +15,8 @@
  * statement would, with WAL and
  * statistics; only the plan is missing (and the partition bound's check
  * after the first push of a ring into the partition: CheckRow).  The queue's wake-up setting is
- * one look-up of queue_settings' primary key under the same snapshot.
+ * one look-up of queue_settings' primary key under the same snapshot, kept
+ * by the backend for a second (settings_row.c).
  *
  * Only the plain push goes this way: no unique key (its arbiter is the
  * long partition's unique index, ON CONFLICT), no concurrency key and no
@@ -180,12 +181,7 @@ InsertJobsDirectly(const JqCall *call, const JobSpec *jobs, int count, JobTable 
 	snapshot = BeginStatementSnapshot();
 	InsertRows(call, table, rel, shape, jobs, count, ring, ids, snapshot);
 	if (wake != NULL)
-	{
-		QueueSettingsRow settings;
-
-		ReadQueueSettingsRow(call, jobs[0].queue, snapshot, &settings);
-		*wake = settings.notify;
-	}
+		*wake = KeptQueueWantsWakeups(call, jobs[0].queue, snapshot);
 	EndStatementSnapshot(snapshot);
 	table_close(rel, NoLock);
 	return true;

@@ -11,6 +11,15 @@
  * contract's defaults: wake-ups on, not paused, no default lease, no rate
  * limit.
  *
+ * A plain push reads only the wake-up setting, and the look-up costs about
+ * a tenth of the push: each backend keeps the setting of the queues it
+ * pushed to lately (KeptQueueWantsWakeups).  queue_set_notify invalidates
+ * queue_settings' relcache entry: every session forgets what it kept when
+ * the change commits (this one at its next command, and again if the
+ * change rolls back), as it does when the table is truncated or dropped.
+ * A write of the table by hand invalidates nothing, so a kept setting is
+ * read again once it is a second old.
+ *
  *-------------------------------------------------------------------------
  */
 #include "store/store.h"
@@ -21,6 +30,7 @@
 #include "access/tableam.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -89,4 +99,82 @@ ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(index, AccessShareLock);
 	table_close(rel, AccessShareLock);
+}
+
+#define KEPT_WAKEUPS 32			/* queues whose setting a backend keeps */
+#define KEPT_WAKEUPS_USECS USECS_PER_SEC	/* a kept setting is read again after this */
+
+typedef struct KeptWakeups
+{
+	TimestampTz read_at;		/* 0: free */
+	bool		notify;
+	int			length;
+	char		queue[JQ_QUEUE_NAME_BYTES];
+} KeptWakeups;
+
+static KeptWakeups kept_wakeups[KEPT_WAKEUPS];
+static int	next_kept = 0;
+static Oid	kept_settings_relid = InvalidOid;
+static bool forget_registered = false;
+
+/* queue_settings changed, or the relation cache was reset: forget every kept setting. */
+static void
+ForgetKeptWakeups(Datum arg, Oid relid)
+{
+	if (OidIsValid(relid) && relid != kept_settings_relid)
+		return;
+	for (int i = 0; i < KEPT_WAKEUPS; i++)
+		kept_wakeups[i].read_at = 0;
+}
+
+/*
+ * Whether queue wants NOTIFY wake-ups: kept from a read less than a second
+ * ago (see the header), or read now under snapshot and kept.
+ */
+bool
+KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			length = VARSIZE_ANY_EXHDR(queue);
+	QueueSettingsRow settings;
+	KeptWakeups *kept;
+
+	for (int i = 0; i < KEPT_WAKEUPS; i++)
+	{
+		kept = &kept_wakeups[i];
+		if (kept->read_at != 0 && now >= kept->read_at &&
+			now - kept->read_at < KEPT_WAKEUPS_USECS &&
+			kept->length == length && memcmp(kept->queue, VARDATA_ANY(queue), length) == 0)
+			return kept->notify;
+	}
+	ReadQueueSettingsRow(call, queue, snapshot, &settings);
+	if (!forget_registered)
+	{
+		CacheRegisterRelcacheCallback(ForgetKeptWakeups, (Datum) 0);
+		forget_registered = true;
+	}
+	kept_settings_relid = get_relname_relid("queue_settings", call->schema);
+	if (OidIsValid(kept_settings_relid) && length < JQ_QUEUE_NAME_BYTES)
+	{
+		kept = &kept_wakeups[next_kept];
+		next_kept = (next_kept + 1) % KEPT_WAKEUPS;
+		kept->read_at = now;
+		kept->notify = settings.notify;
+		kept->length = length;
+		memcpy(kept->queue, VARDATA_ANY(queue), length);
+	}
+	return settings.notify;
+}
+
+/*
+ * A queue's settings were changed by a function of the extension: every
+ * session forgets the settings it kept once the change commits.
+ */
+void
+ForgetQueueSettingsAtCommit(const JqCall *call)
+{
+	Oid			relid = get_relname_relid("queue_settings", call->schema);
+
+	if (OidIsValid(relid))
+		CacheInvalidateRelcacheByRelid(relid);
 }

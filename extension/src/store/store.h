@@ -228,6 +228,8 @@ typedef struct QueueSettingsRow
 
 extern void ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 								 QueueSettingsRow *settings);
+extern bool KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot);
+extern void ForgetQueueSettingsAtCommit(const JqCall *call);
 
 /* store/direct_insert.c: plain pushes without a plan */
 extern bool JobSpecIsPlain(const JobSpec *job);

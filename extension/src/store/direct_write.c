@@ -12,9 +12,9 @@
  * helpers for logical replication's apply check given an executor state of
  * the partition alone, and entries in the partition's indexes.
  *
- * Which indexes: a job partition has six, five of them partial (ready,
- * waiting, with a deadline, waiting for a key, waiting for parents), and a
- * row has entries in two or three.  The executor opens and locks all of
+ * Which indexes: a ring partition has six, five of them partial (ready,
+ * waiting, with a deadline, waiting for a key, waiting for parents; long
+ * also the unique key's), and a row has entries in two or three.  The executor opens and locks all of
  * them for each statement and builds each one's description; here an
  * index is opened when a row of the write first needs an entry in it,
  * which the predicate kept with the partition's shape (shape.c) tells
@@ -27,10 +27,10 @@
 #include "store/store.h"
 
 #include "access/genam.h"
-#include "catalog/index.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "utils/snapmgr.h"

@@ -13,8 +13,9 @@
  *
  * A plain push reads only the wake-up setting, and the look-up costs about
  * a tenth of the push: each backend keeps the setting of the queues it
- * pushed to lately (KeptQueueWantsWakeups).  queue_set_notify invalidates
- * queue_settings' relcache entry: every session forgets what it kept when
+ * pushed to lately (KeptQueueWantsWakeups).  Every setter of the extension
+ * (queue_set_notify, queue_pause, ...: ForgetQueueSettingsAtCommit)
+ * invalidates queue_settings' relcache entry: every session forgets what it kept when
  * the change commits (this one at its next command, and again if the
  * change rolls back), as it does when the table is truncated or dropped.
  * A write of the table by hand invalidates nothing, so a kept setting is

@@ -44,6 +44,7 @@ OBJS = \
 	extension/src/store/settings_row.o \
 	extension/src/store/shape.o \
 	extension/src/store/ring.o \
+	extension/src/store/row_indexes.o \
 	extension/src/store/store.o \
 	extension/src/runtime/claimpos.o \
 	extension/src/runtime/counters.o \

@@ -3,8 +3,10 @@
 -- releases, extends, failures, a key's hand-over, a parent's completion)
 -- has exactly the index entries the executor would have made.  The direct
 -- writes open a partition's index only when a row needs an entry in it
--- (store/direct_write.c); amcheck's heapallindexed check finds a row
--- missing from any index it belongs in, partial ones included.
+-- (store/row_indexes.c), and a row of a batch takes the indexes of the row
+-- before it when the columns their predicates read are the same; amcheck's
+-- heapallindexed check finds a row missing from any index it belongs in,
+-- partial ones included.
 --
 \set VERBOSITY terse
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings, queue_key_slots, queue_key_limits,
@@ -36,6 +38,18 @@ SELECT cardinality(queue_push_many('[{"name": "b1", "queue": "ix"},
     {"name": "b4", "queue": "ix", "priority": 5}]')) AS batch;
 SELECT pg_temp.check_indexes() AS indexes_checked;
 SELECT flow, ready, count(*) FROM queue_jobs WHERE queue = 'ix' GROUP BY 1, 2 ORDER BY 1, 2;
+-- a batch in runs of rows that need the same indexes, and rows that differ
+-- from the one before; then a claim of them all (the claimed rows in runs too)
+SELECT cardinality(queue_push_many('[{"name": "r1", "queue": "ixr"}, {"name": "r2", "queue": "ixr"},
+    {"name": "r3", "queue": "ixr", "delay": "1 hour"}, {"name": "r4", "queue": "ixr", "delay": "1 hour"},
+    {"name": "r5", "queue": "ixr", "deadline": "2999-01-01"}, {"name": "r6", "queue": "ixr", "deadline": "2999-01-01"},
+    {"name": "r7", "queue": "ixr"}, {"name": "r8", "queue": "ixr", "deadline": "2999-01-02"},
+    {"name": "r9", "queue": "ixr"}]')) AS batch_in_runs;
+SELECT pg_temp.check_indexes() AS indexes_checked;
+SELECT string_agg(name, ' ' ORDER BY name) AS claimed FROM queue_reserve('{ixr}', max_jobs => 100);
+SELECT pg_temp.check_indexes() AS indexes_checked;
+SELECT ready, deadline IS NOT NULL AS with_deadline, count(*) FROM queue_jobs WHERE queue = 'ixr'
+GROUP BY 1, 2 ORDER BY 1, 2;
 
 -- claims (every ready job; key-b waits), then each way out of a lease
 SELECT string_agg(name, ' ' ORDER BY name) AS claimed FROM queue_reserve('{ix}', max_jobs => 100);

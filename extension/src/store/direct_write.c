@@ -16,9 +16,8 @@
  * waiting, with a deadline, waiting for a key, waiting for parents; long
  * also the unique key's), and a row has entries in two or three.  The executor opens and locks all of
  * them for each statement and builds each one's description; here an
- * index is opened when a row of the write first needs an entry in it,
- * which the predicate kept with the partition's shape (shape.c) tells
- * from the row alone.  An index no row needs is left unopened, as the
+ * index is opened when a row of the write first needs an entry in it
+ * (row_indexes.c).  An index no row needs is left unopened, as the
  * executor would have left it without an entry: the partition's lock,
  * held, keeps its indexes from being dropped or rebuilt meanwhile.
  *
@@ -115,54 +114,9 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 	write->result->ri_IndexRelationDescs = palloc(sizeof(Relation) * Max(write->index_count, 1));
 	write->result->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * Max(write->index_count, 1));
 	write->result->ri_NumIndices = 0;
+	BeginRowIndexes(write);
 	if (event != CMD_INSERT)
 		CheckCmdReplicaIdentity(rel, event);
-}
-
-/*
- * Whether the row in slot has an entry in the index kept: true when its
- * predicate (if it has one) holds, or when the index is not known yet.
- */
-static bool
-RowNeedsIndex(PartitionWrite *write, const KeptIndex *kept, TupleTableSlot *slot)
-{
-	ExprContext *econtext;
-
-	if (kept == NULL || kept->predicate == NULL)
-		return true;
-	econtext = GetPerTupleExprContext(write->estate);
-	econtext->ecxt_scantuple = slot;
-	return ExecQual(kept->predicate, econtext);
-}
-
-/*
- * Make write's indexes (what the executor's helpers insert into) those the
- * row in slot needs, opening each the first time (see the header).
- */
-void
-UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot)
-{
-	ResultRelInfo *result = write->result;
-
-	result->ri_NumIndices = 0;
-	for (int i = 0; i < write->index_count; i++)
-	{
-		const KeptIndex *kept = write->table == JOBS_ALL ? NULL :
-			KeptIndexOf(write->table, write->index_oids[i]);
-
-		if (!RowNeedsIndex(write, kept, slot))
-			continue;
-		if (write->opened[i] == NULL)
-		{
-			write->opened[i] = index_open(write->index_oids[i], RowExclusiveLock);
-			write->infos[i] = BuildIndexInfo(write->opened[i]);
-			if (write->table != JOBS_ALL)
-				KeepIndex(write->table, write->opened[i], write->infos[i]);
-		}
-		result->ri_IndexRelationDescs[result->ri_NumIndices] = write->opened[i];
-		result->ri_IndexRelationInfo[result->ri_NumIndices] = write->infos[i];
-		result->ri_NumIndices++;
-	}
 }
 
 /*

@@ -244,7 +244,7 @@ KeptIndexOf(JobTable table, Oid index)
  * indexes, go when the partition changes (an index created or dropped
  * changes it too).
  */
-void
+const KeptIndex *
 KeepIndex(JobTable table, Relation index, IndexInfo *info)
 {
 	PartitionShape *shape = &shapes[table];
@@ -258,10 +258,13 @@ KeepIndex(JobTable table, Relation index, IndexInfo *info)
 		keep->index = RelationGetRelid(index);
 		keep->predicate = info->ii_Predicate == NIL ? NULL :
 			ExecInitQual((List *) expression_planner((Expr *) copyObject(info->ii_Predicate)), NULL);
+		keep->columns = NULL;
+		pull_varattnos((Node *) info->ii_Predicate, 1, &keep->columns);
 		shape->indexes = lappend(shape->indexes, keep);
 		MemoryContextSwitchTo(old);
 		kept = keep;
 	}
 	if (kept->predicate != NULL && info->ii_PredicateState == NULL)
 		info->ii_PredicateState = kept->predicate;
+	return kept;
 }

@@ -207,10 +207,11 @@ typedef struct KeptIndex
 {
 	Oid			index;
 	ExprState  *predicate;
+	Bitmapset  *columns;		/* those the predicate reads (pull_varattnos) */
 } KeptIndex;
 
 extern const KeptIndex *KeptIndexOf(JobTable table, Oid index);
-extern void KeepIndex(JobTable table, Relation index, IndexInfo *info);
+extern const KeptIndex *KeepIndex(JobTable table, Relation index, IndexInfo *info);
 extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
 						 Datum value, bool isnull);
 extern Datum JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
@@ -246,6 +247,14 @@ typedef struct PartitionWrite
 	Oid		   *index_oids;
 	Relation   *opened;			/* NULL: not opened yet */
 	IndexInfo **infos;
+	/* which indexes a row needs (row_indexes.c) */
+	const KeptIndex **kept;		/* NULL: not known (yet) */
+	int			rows_chosen;
+	int			choice_column_count;	/* -1: not found yet; 0: each row looked at alone */
+	AttrNumber *choice_columns; /* those the kept predicates read */
+	Datum	   *choice_values;	/* the last row's, when remembered */
+	bool	   *choice_nulls;
+	bool		remembered;
 } PartitionWrite;
 
 extern bool TextsEqual(text *a, text *b);
@@ -254,7 +263,6 @@ extern Snapshot BeginStatementSnapshot(void);
 extern void EndStatementSnapshot(Snapshot snapshot);
 extern void BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel,
 								Snapshot snapshot, CmdType event);
-extern void UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot);
 extern void InsertRowIndexEntries(PartitionWrite *write, TupleTableSlot *slot, bool update,
 								  bool summarizing_only);
 extern void UpdateLockedRow(PartitionWrite *write, TupleTableSlot *locked,
@@ -266,6 +274,10 @@ extern TM_Result LockRowAsExecutor(Relation rel, ItemPointer tid, Snapshot snaps
 pg_noreturn extern void ReportConcurrentChange(TM_Result result);
 pg_noreturn extern void ReportMovedRow(void);
 extern void EndPartitionWrite(PartitionWrite *write);
+
+/* store/row_indexes.c: the indexes a row has entries in */
+extern void BeginRowIndexes(PartitionWrite *write);
+extern void UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot);
 
 /* store/direct_delete.c: completions without the executor */
 typedef enum DirectOutcome

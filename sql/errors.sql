@@ -250,6 +250,19 @@ FROM unnest(ARRAY[
     $$SELECT queue_push('p', to_jsonb(repeat('y', 1500000)))$$
 ]) WITH ORDINALITY AS t(call, n) ORDER BY n;
 
+-- a payload of 170 bytes that prints as 1,048,632 (eight numbers of 131,072
+-- digits) is measured as text and refused, alone and in a batch
+SELECT ('{' || string_agg(format('"%s": 1e131071', k), ', ') || '}') AS wide_numbers
+FROM unnest(ARRAY['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) AS k \gset
+SELECT pg_column_size(:'wide_numbers'::jsonb) < 200 AS small_binary,
+       octet_length(:'wide_numbers'::jsonb::text) AS text_bytes;
+SELECT n, pg_temp.try(call) AS outcome
+FROM unnest(ARRAY[
+    format($$SELECT queue_push('p', %L)$$, :'wide_numbers'),
+    format($$SELECT queue_push_many(jsonb_build_array(jsonb_build_object('name', 'p', 'payload', %L::jsonb)))$$,
+           :'wide_numbers')
+]) WITH ORDINALITY AS t(call, n) ORDER BY n;
+
 -- the raised limit is the new bound, in the message too
 SET jobqueue.max_payload_bytes = '2MB';
 SELECT n, call, pg_temp.try(call) AS outcome

@@ -88,14 +88,37 @@ static JqStatement statements[NUM_BATCH_STATEMENTS] = {
 
 JqStatementSet batch_statements = JQ_STATEMENT_SET(statements);
 
-/* The fields of a job object; since 1.5 also flow_fields. */
-static const char *const job_fields[] = {
+/* The fields of a job object, in the order of the hint below; since 1.5 also the flow fields. */
+typedef enum JobFieldId
+{
+	FIELD_NAME,
+	FIELD_PAYLOAD,
+	FIELD_QUEUE,
+	FIELD_DELAY,
+	FIELD_PRIORITY,
+	FIELD_UNIQUE_KEY,
+	FIELD_MAX_ATTEMPTS,
+	FIELD_DEADLINE,
+	FIELD_CONCURRENCY_KEY,		/* the first flow field (1.5) */
+	FIELD_ON_DUPLICATE,
+	FIELD_AFTER,
+	FIELD_AFTER_FAILED,
+	NUM_JOB_FIELDS
+} JobFieldId;
+
+#define FIRST_FLOW_FIELD FIELD_CONCURRENCY_KEY
+
+static const char *const job_field_names[NUM_JOB_FIELDS] = {
 	"name", "payload", "queue", "delay", "priority", "unique_key", "max_attempts",
-	"deadline", NULL
+	"deadline", "concurrency_key", "on_duplicate", "after", "after_failed"
 };
-static const char *const flow_fields[] = {
-	"concurrency_key", "on_duplicate", "after", "after_failed", NULL
-};
+
+/* The fields given in one job object (JSON null: not given), read in one pass. */
+typedef struct JobFields
+{
+	JsonbValue	values[NUM_JOB_FIELDS];
+	bool		given[NUM_JOB_FIELDS];
+} JobFields;
 
 /* Names the element being read in any error raised while reading it. */
 static void
@@ -104,12 +127,11 @@ JobElementContext(void *arg)
 	errcontext("in element %d of the jobs array", *(int *) arg + 1);
 }
 
+/* The value of field id, or NULL when the job object does not give it. */
 static JsonbValue *
-JobField(JsonbContainer *object, const char *field)
+JobField(JobFields *fields, JobFieldId id)
 {
-	JsonbValue *value = getKeyJsonValueFromContainer(object, field, strlen(field), NULL);
-
-	return (value == NULL || value->type == jbvNull) ? NULL : value;
+	return fields->given[id] ? &fields->values[id] : NULL;
 }
 
 static char *
@@ -207,34 +229,47 @@ FieldTimestamp(JsonbValue *value, const char *field)
 	return result;
 }
 
-static bool
-FieldAmong(const JsonbValue *key, const char *const *fields)
+/* The field a key names (NUM_JOB_FIELDS: none). */
+static JobFieldId
+FieldNamed(const JsonbValue *key)
 {
-	for (const char *const *field = fields; *field != NULL; field++)
-		if (strlen(*field) == (size_t) key->val.string.len &&
-			strncmp(*field, key->val.string.val, key->val.string.len) == 0)
-			return true;
-	return false;
+	for (int id = 0; id < NUM_JOB_FIELDS; id++)
+		if (strlen(job_field_names[id]) == (size_t) key->val.string.len &&
+			memcmp(job_field_names[id], key->val.string.val, key->val.string.len) == 0)
+			return id;
+	return NUM_JOB_FIELDS;
 }
 
-/* Every key of a job object must be one queue_push knows: typos fail loudly. */
+/*
+ * The fields of a job object, in one pass over its keys.  Every key must be
+ * one queue_push knows (the flow fields since 1.5): typos fail loudly.
+ */
 static void
-CheckJobKeys(JsonbContainer *object, bool flow)
+ReadJobFields(JsonbContainer *object, bool flow, JobFields *fields)
 {
 	JsonbIterator *it = JsonbIteratorInit(object);
 	JsonbValue	value;
 	JsonbIteratorToken token;
+	JobFieldId	field = NUM_JOB_FIELDS;
 
+	memset(fields->given, 0, sizeof(fields->given));
 	while ((token = JsonbIteratorNext(&it, &value, true)) != WJB_DONE)
 	{
-		if (token != WJB_KEY)
-			continue;
-		if (!FieldAmong(&value, job_fields) && !(flow && FieldAmong(&value, flow_fields)))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("unknown field \"%.*s\"", value.val.string.len, value.val.string.val),
-					 errhint("A job object may have: name, payload, queue, delay, priority, unique_key, max_attempts, deadline%s.",
-							 flow ? ", concurrency_key, on_duplicate, after, after_failed" : "")));
+		if (token == WJB_KEY)
+		{
+			field = FieldNamed(&value);
+			if (field == NUM_JOB_FIELDS || (!flow && field >= FIRST_FLOW_FIELD))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown field \"%.*s\"", value.val.string.len, value.val.string.val),
+						 errhint("A job object may have: name, payload, queue, delay, priority, unique_key, max_attempts, deadline%s.",
+								 flow ? ", concurrency_key, on_duplicate, after, after_failed" : "")));
+		}
+		else if (token == WJB_VALUE && value.type != jbvNull)
+		{
+			fields->values[field] = value;
+			fields->given[field] = true;
+		}
 	}
 }
 
@@ -266,21 +301,21 @@ FieldJobId(JsonbValue *value, const char *field)
 
 /* The flow-control fields of a job object (1.5), with queue_push's rules. */
 static void
-ReadJobSpecFlow(JsonbContainer *object, JobSpec *job, TimestampTz now)
+ReadJobSpecFlow(JobFields *fields, JobSpec *job, TimestampTz now)
 {
 	JsonbValue *value;
 
-	if ((value = JobField(object, "concurrency_key")) != NULL)
+	if ((value = JobField(fields, FIELD_CONCURRENCY_KEY)) != NULL)
 	{
 		job->concurrency_key = FieldText(value, "concurrency_key");
 		CheckNameText(job->concurrency_key, "concurrency_key", JQ_CONCURRENCY_KEY_MAX);
 	}
-	if ((value = JobField(object, "on_duplicate")) != NULL)
+	if ((value = JobField(fields, FIELD_ON_DUPLICATE)) != NULL)
 		job->on_duplicate = ParseOnDuplicate(FieldString(value, "on_duplicate"), "on_duplicate");
-	if ((value = JobField(object, "after_failed")) != NULL)
+	if ((value = JobField(fields, FIELD_AFTER_FAILED)) != NULL)
 		job->run_if_parent_fails = ParseAfterFailed(FieldString(value, "after_failed"),
 													"after_failed");
-	if ((value = JobField(object, "after")) != NULL)
+	if ((value = JobField(fields, FIELD_AFTER)) != NULL)
 	{
 		JsonbContainer *array;
 		int			count;
@@ -309,7 +344,7 @@ ReadJobSpecFlow(JsonbContainer *object, JobSpec *job, TimestampTz now)
 static void
 ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now, bool flow)
 {
-	JsonbContainer *object;
+	JobFields	fields;
 	JsonbValue *value;
 	Interval   *delay;
 
@@ -317,44 +352,42 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now, bool flow)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("each job must be a JSON object")));
-	object = element->val.binary.data;
-	CheckJobKeys(object, flow);
+	ReadJobFields(element->val.binary.data, flow, &fields);
 
-	if ((value = JobField(object, "name")) == NULL)
+	if ((value = JobField(&fields, FIELD_NAME)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("field \"name\" must be given")));
 	job->name = FieldText(value, "name");
 	CheckNameText(job->name, "name", JQ_JOB_NAME_MAX);
 
-	value = JobField(object, "payload");
-	job->payload = value ? JsonbValueToJsonb(value)
-		: DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	value = JobField(&fields, FIELD_PAYLOAD);
+	job->payload = value ? JsonbValueToJsonb(value) : EmptyPayload();
 	CheckPayload(job->payload, "payload");
 
-	value = JobField(object, "queue");
+	value = JobField(&fields, FIELD_QUEUE);
 	job->queue = value ? FieldText(value, "queue") : cstring_to_text(JQ_DEFAULT_QUEUE);
 	CheckNameText(job->queue, "queue", JQ_QUEUE_NAME_MAX);
 
-	value = JobField(object, "delay");
+	value = JobField(&fields, FIELD_DELAY);
 	delay = value ? FieldInterval(value, "delay") : palloc0(sizeof(Interval));
 	CheckNonNegativeInterval(delay, "delay");
 	job->available_at = QueueTimeAfter(now, delay);
 
-	value = JobField(object, "priority");
+	value = JobField(&fields, FIELD_PRIORITY);
 	job->priority = value ? FieldInteger(value, "priority", PG_INT32_MIN, PG_INT32_MAX)
 		: JQ_DEFAULT_PRIORITY;
 
-	value = JobField(object, "unique_key");
+	value = JobField(&fields, FIELD_UNIQUE_KEY);
 	job->unique_key = value ? FieldText(value, "unique_key") : NULL;
 	if (job->unique_key)
 		CheckNameText(job->unique_key, "unique_key", JQ_UNIQUE_KEY_MAX);
 
-	value = JobField(object, "max_attempts");
+	value = JobField(&fields, FIELD_MAX_ATTEMPTS);
 	job->max_attempts = value ? FieldInteger(value, "max_attempts", 1, JQ_MAX_ATTEMPTS_LIMIT)
 		: JQ_DEFAULT_MAX_ATTEMPTS;
 
-	value = JobField(object, "deadline");
+	value = JobField(&fields, FIELD_DEADLINE);
 	job->has_deadline = value != NULL;
 	job->deadline = 0;
 	if (value)
@@ -364,7 +397,7 @@ ReadJobSpec(JsonbValue *element, JobSpec *job, TimestampTz now, bool flow)
 	}
 	ClearJobSpecFlow(job);
 	if (flow)
-		ReadJobSpecFlow(object, job, now);
+		ReadJobSpecFlow(&fields, job, now);
 }
 
 static Datum

@@ -298,6 +298,13 @@ CheckWaitInterval(Interval *span, const char *argname)
 				 errmsg("argument \"%s\" must be at most 1 hour", argname)));
 }
 
+/* The payload of a job given none: '{}'. */
+Jsonb *
+EmptyPayload(void)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+}
+
 /*
  * A payload: NULL means '{}'; at most jobqueue.max_payload_bytes as text.
  * The text form is measured: the binary one can be far smaller (1e100000
@@ -309,20 +316,40 @@ ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname)
 	Jsonb	   *payload;
 
 	if (PG_ARGISNULL(argno))
-		return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+		return EmptyPayload();
 	payload = PG_GETARG_JSONB_P(argno);
 	CheckPayload(payload, argname);
 	return payload;
 }
+
+/*
+ * The most characters a byte of a payload's binary form can print as, and
+ * then some.  A number prints the most: at most 131,072 digits before its
+ * point and 16,383 after (numeric's limits) and a sign, 147,457
+ * characters, from a binary form of 11 bytes at least (its entry in the
+ * container, 4, and a numeric of the long format: a varlena header of 1
+ * byte at least, 4 of its own and one digit of 2 bytes), 13,406 characters
+ * a byte.  A string prints at most 6 characters a byte ("\u0001"), and the
+ * punctuation between elements, keys and values (", ", ": ") fewer than
+ * their entries' 4 bytes.  So a payload of at most max_payload_bytes /
+ * 16,384 bytes (64 bytes at the default 1 MB) is within the limit as
+ * text, and is not printed to be measured: a push's payload mostly is.
+ */
+#define MAX_PAYLOAD_TEXT_PER_BINARY_BYTE 16384
 
 /* A payload's size rule, for payloads that do not come from an argument. */
 void
 CheckPayload(Jsonb *payload, const char *argname)
 {
 	int			binary_bytes = VARSIZE(payload) - VARHDRSZ;
-	char	   *rendered = JsonbToCString(NULL, &payload->root, binary_bytes);
-	size_t		text_bytes = strlen(rendered);
+	char	   *rendered;
+	size_t		text_bytes;
 
+	/* small enough that no text form of it can be too large: not printed */
+	if ((int64) binary_bytes * MAX_PAYLOAD_TEXT_PER_BINARY_BYTE <= jobqueue_max_payload_bytes)
+		return;
+	rendered = JsonbToCString(NULL, &payload->root, binary_bytes);
+	text_bytes = strlen(rendered);
 	pfree(rendered);
 	if (text_bytes > (size_t) jobqueue_max_payload_bytes)
 		ereport(ERROR,

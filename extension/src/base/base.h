@@ -76,6 +76,7 @@ extern Interval *DefaultLease(void);
 extern void CheckNonNegativeInterval(Interval *span, const char *argname);
 extern void CheckLeaseInterval(Interval *span, const char *argname);
 extern void CheckWaitInterval(Interval *span, const char *argname);
+extern Jsonb *EmptyPayload(void);
 extern Jsonb *ArgPayload(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern void CheckPayload(Jsonb *payload, const char *argname);
 extern int	ArgIdTokenArrays(FunctionCallInfo fcinfo, int64 **ids, int64 **tokens);

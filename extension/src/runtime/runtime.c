@@ -30,5 +30,4 @@ JqRuntimeInit(bool preloading)
 	}
 	/* one callback for every step above that ends with the transaction */
 	RegisterTransactionEnd(preloading);
-	RegisterStatements(&wakeup_statements);
 }

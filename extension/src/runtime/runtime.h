@@ -88,7 +88,6 @@ extern void WakeQueueNamed(const char *queue);
 /* notifier.c: coalesced NOTIFY, with shared_preload_libraries */
 extern void JobqueueDefineNotifier(bool preloading);
 extern void NotifyQueueListeners(const char *queue);
-extern bool QueueWantsWakeups(const JqCall *call, text *queue);
 extern List *AddWakeQueue(List *queues, text *queue);
 extern void WakeQueuesThatWantIt(const JqCall *call, List *queues);
 
@@ -155,7 +154,6 @@ extern void NotifierAtTransactionEnd(XactEvent event);
 extern void DueHintAtTransactionEnd(XactEvent event);
 
 /* The tables of statements of the folder's files, registered by its Init. */
-extern JqStatementSet wakeup_statements;
 
 /* runtime.c */
 extern void JqRuntimeInit(bool preloading);

@@ -24,27 +24,6 @@
 #include "utils/memutils.h"
 #include "utils/builtins.h"
 
-/*
- * The statements of wakeup.c, run by the statement engine (exec/statements.c);
- * registered once (wakeup_statements, from the folder's Init).
- */
-enum
-{
-	PLAN_QUEUE_WANTS_WAKEUPS,
-	NUM_WAKEUP_STATEMENTS
-};
-
-static JqStatement statements[NUM_WAKEUP_STATEMENTS] = {
-	[PLAN_QUEUE_WANTS_WAKEUPS] = {.name = "queue_wants_wakeups", .text = {
-		[JQ_API_1_1] = {
-			JQ_HOT_PATH_MARK "SELECT " WANTS_WAKEUPS,
-			1, {TEXTOID}
-		},
-	}},
-};
-
-JqStatementSet wakeup_statements = JQ_STATEMENT_SET(statements);
-
 /* A queue to wake when the transaction commits, noted at a nesting level. */
 typedef struct NotedWakeup
 {
@@ -140,20 +119,6 @@ WakeupsAtSubtransactionEnd(SubXactEvent event)
 		}
 }
 
-/*
- * Whether queue has wake-ups on (the default; off when its settings say
- * so).  Must be called between SPI_connect and SPI_finish.
- */
-bool
-QueueWantsWakeups(const JqCall *call, text *queue)
-{
-	Datum		args[1];
-
-	args[0] = PointerGetDatum(queue);
-	QueueExecute(call, &statements[PLAN_QUEUE_WANTS_WAKEUPS], args, NULL, SPI_OK_SELECT);
-	return SpiBool(0, 1);		/* NOT EXISTS (...) */
-}
-
 /* Adds queue to the list of queues to wake, once each. */
 List *
 AddWakeQueue(List *queues, text *queue)
@@ -173,19 +138,23 @@ AddWakeQueue(List *queues, text *queue)
 
 /*
  * Wake each queue of the list whose settings want wake-ups (and, whatever
- * the settings, waiting claims: see waiting.c).  Called between
- * SPI_connect and SPI_finish: the list and its names may live in SPI's
- * memory, and each wake-up is noted (copied) at once, to be sent at commit.
+ * the settings, waiting claims: see waiting.c), the settings kept by the
+ * session as a push keeps them (store/settings_row.c).  The list and its
+ * names may live in SPI's memory: each wake-up is noted (copied) at once,
+ * to be sent at commit.
  */
 void
 WakeQueuesThatWantIt(const JqCall *call, List *queues)
 {
 	ListCell   *cell;
+	Snapshot	snapshot;
 
-	if (queues != NIL)
-		MarkJobsDue();
-
+	if (queues == NIL)
+		return;
+	MarkJobsDue();
+	snapshot = BeginStatementSnapshot();
 	foreach(cell, queues)
-		if (QueueWantsWakeups(call, (text *) lfirst(cell)))
+		if (KeptQueueWantsWakeups(call, (text *) lfirst(cell), snapshot))
 			WakeQueue((text *) lfirst(cell));
+	EndStatementSnapshot(snapshot);
 }

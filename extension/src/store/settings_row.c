@@ -13,7 +13,8 @@
  *
  * A plain push reads only the wake-up setting, and the look-up costs about
  * a tenth of the push: each backend keeps the setting of the queues it
- * pushed to lately (KeptQueueWantsWakeups).  Every setter of the extension
+ * pushed to lately (KeptQueueWantsWakeups), and every call that makes a job
+ * due reads it so (wakeup.c).  Every setter of the extension
  * (queue_set_notify, queue_pause, ...: ForgetQueueSettingsAtCommit)
  * invalidates queue_settings' relcache entry: every session forgets what it kept when
  * the change commits (this one at its next command, and again if the

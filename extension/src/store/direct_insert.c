@@ -140,10 +140,17 @@ InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShap
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * count);
 	Oid			id_sequence = get_relname_relid("queue_jobs_id_seq", call->schema);
 
+	/*
+	 * The rows of a batch share a copy of the partition's descriptor: each
+	 * slot of the relation's own would pin it, an entry in the resource
+	 * owner to make and to find again.
+	 */
+	TupleDesc	desc = count > 1 ? CreateTupleDescCopy(RelationGetDescr(rel)) : RelationGetDescr(rel);
+
 	BeginPartitionWrite(&write, table, rel, snapshot, CMD_INSERT);
 	for (int i = 0; i < count; i++)
 	{
-		slots[i] = table_slot_create(rel, NULL);
+		slots[i] = MakeSingleTupleTableSlot(desc, table_slot_callbacks(rel));
 		ids[i] = nextval_internal(id_sequence, false);
 		BuildJobRow(slots[i], shape, &jobs[i], ids[i], ring, call->now);
 		CheckRow(table, shape, write.result, write.estate, slots[i], ring);

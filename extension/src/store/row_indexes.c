@@ -13,9 +13,10 @@
  * an index predicate is immutable, so a row whose values in the columns
  * the predicates read are the same (byte for byte) as the last row's needs
  * the same indexes.  The rows of a batch push, or of a claim of many,
- * mostly agree, and then none of the five predicates is evaluated again.  A predicate evaluated
- * here is not evaluated again by the executor's helper that writes the
- * entries: the index's description it is given has none (checked_info).
+ * mostly agree, and then none of the five predicates is evaluated again.
+ * A predicate evaluated here is not evaluated again by the executor's
+ * helper that writes the entries: the index's description it is given
+ * has none (CheckedInfo).
  *
  *-------------------------------------------------------------------------
  */

@@ -239,10 +239,11 @@ KeptIndexOf(JobTable table, Oid index)
  * Keep index (just opened, info built for it) with the shape of job table
  * "table"'s partition, and give info its predicate made once per shape:
  * the executor would plan and compile it again for every executor state
- * (ExecPrepareQual at the first row inserted).  A compiled predicate refers
- * to nothing of an executor state; the shape's memory, and so the kept
+ * (ExecPrepareQual at the first row inserted).  The columns the predicate
+ * reads are kept too (row_indexes.c).  A compiled predicate refers to
+ * nothing of an executor state; the shape's memory, and so the kept
  * indexes, go when the partition changes (an index created or dropped
- * changes it too).
+ * changes it too).  Returns the index as kept.
  */
 const KeptIndex *
 KeepIndex(JobTable table, Relation index, IndexInfo *info)

@@ -1,7 +1,8 @@
 --
 -- upgrade_1_5: the way to 1.5 with a live backlog.  CREATE EXTENSION
 -- jobqueue VERSION '1.4', grant the tiers, fill the queue (pending,
--- delayed, held, failed jobs; a paused queue), ALTER EXTENSION UPDATE TO
+-- delayed, held, failed jobs; a paused queue; a batch with a flow field,
+-- refused at 1.4), ALTER EXTENSION UPDATE TO
 -- '1.5'.  Then: the jobs are unchanged (their new flow columns empty);
 -- roles granted a tier at 1.4 got the 1.5 functions of their tier, PUBLIC
 -- none; a held job completes with its 1.4 token; flow control works on the
@@ -43,6 +44,10 @@ SELECT :'claimed_h1' AS claimed_h1;
 SELECT queue_push('u15_f1', '{"f": 1}', 'u15_f') AS f1_id \gset
 SELECT queue_fail(id, token, 'fatal at 1.4') AS failed FROM queue_reserve('{u15_f}');
 SELECT queue_pause('u15_paused');
+-- at 1.4 a job object has no flow fields: a batch that names one fails, nothing written
+SELECT pg_temp.try($$SELECT queue_push_many('[{"name": "u15_b1", "queue": "u15_b"},
+    {"name": "u15_b2", "queue": "u15_b", "concurrency_key": "k"}]')$$) AS flow_field_at_1_4;
+SELECT count(*) AS u15_b_rows FROM queue_jobs WHERE queue = 'u15_b';
 
 CREATE TEMP TABLE u15_jobs_before AS SELECT * FROM queue_jobs;
 CREATE TEMP TABLE u15_failed_before AS SELECT * FROM queue_failed_jobs;

@@ -153,8 +153,6 @@ extern void WaitingAtTransactionEnd(XactEvent event);
 extern void NotifierAtTransactionEnd(XactEvent event);
 extern void DueHintAtTransactionEnd(XactEvent event);
 
-/* The tables of statements of the folder's files, registered by its Init. */
-
 /* runtime.c */
 extern void JqRuntimeInit(bool preloading);
 

@@ -126,13 +126,8 @@ AddWakeQueue(List *queues, text *queue)
 	ListCell   *cell;
 
 	foreach(cell, queues)
-	{
-		text	   *known = (text *) lfirst(cell);
-
-		if (VARSIZE_ANY_EXHDR(known) == VARSIZE_ANY_EXHDR(queue) &&
-			memcmp(VARDATA_ANY(known), VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue)) == 0)
+		if (TextsEqual((text *) lfirst(cell), queue))
 			return queues;
-	}
 	return lappend(queues, queue);
 }
 

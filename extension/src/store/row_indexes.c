@@ -15,8 +15,8 @@
  * the same indexes.  The rows of a batch push, or of a claim of many,
  * mostly agree, and then none of the five predicates is evaluated again.
  * A predicate evaluated here is not evaluated again by the executor's
- * helper that writes the entries: the index's description it is given
- * has none (CheckedInfo).
+ * helper that writes the entries: the index's description it is given,
+ * kept with the shape too, has none (CopyKeptInfo).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,22 +28,23 @@
 #include "utils/datum.h"
 
 /*
- * The description of index info to write a row's entries with once the
- * row is known to satisfy its predicate: without the predicate, which the
- * executor's helper would evaluate again for every row.
+ * A write's own copy of a kept index description (shape.c's KeepIndex,
+ * which left the predicate out: the write evaluates it, for the row, before
+ * it asks the executor's helper for the row's entries).  The helper notes
+ * facts of one statement in a description (whether an update left the
+ * index's columns alone, an access method's cache in ii_Context, the
+ * expressions' state), so those go in the copy, in the write's memory; the
+ * parts it only reads (columns, operators) are shared.
  */
 static IndexInfo *
-CheckedInfo(IndexInfo *info)
+CopyKeptInfo(const IndexInfo *kept)
 {
-	IndexInfo  *checked;
+	IndexInfo  *copy = palloc(sizeof(IndexInfo));
 
-	if (info->ii_Predicate == NIL)
-		return info;
-	checked = palloc(sizeof(IndexInfo));
-	*checked = *info;
-	checked->ii_Predicate = NIL;
-	checked->ii_PredicateState = NULL;
-	return checked;
+	*copy = *kept;
+	copy->ii_Context = CurrentMemoryContext;
+	copy->ii_AmCache = NULL;
+	return copy;
 }
 
 /*
@@ -155,17 +156,15 @@ RowSatisfies(PartitionWrite *write, const KeptIndex *kept, TupleTableSlot *slot)
 static void
 OpenRowIndex(PartitionWrite *write, int i)
 {
-	IndexInfo  *info;
-
 	write->opened[i] = index_open(write->index_oids[i], RowExclusiveLock);
-	info = BuildIndexInfo(write->opened[i]);
 	if (write->table == JOBS_ALL)
 	{
-		write->infos[i] = info;
+		write->infos[i] = BuildIndexInfo(write->opened[i]);
 		return;
 	}
-	write->kept[i] = KeepIndex(write->table, write->opened[i], info);
-	write->infos[i] = CheckedInfo(info);
+	if (write->kept[i] == NULL)
+		write->kept[i] = KeepIndex(write->table, write->opened[i]);
+	write->infos[i] = CopyKeptInfo(write->kept[i]->checked_info);
 }
 
 /*

@@ -24,6 +24,7 @@
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
+#include "catalog/index.h"
 #include "utils/datum.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -236,36 +237,41 @@ KeptIndexOf(JobTable table, Oid index)
 }
 
 /*
- * Keep index (just opened, info built for it) with the shape of job table
- * "table"'s partition, and give info its predicate made once per shape:
- * the executor would plan and compile it again for every executor state
- * (ExecPrepareQual at the first row inserted).  The columns the predicate
- * reads are kept too (row_indexes.c).  A compiled predicate refers to
- * nothing of an executor state; the shape's memory, and so the kept
- * indexes, go when the partition changes (an index created or dropped
- * changes it too).  Returns the index as kept.
+ * Keep index (just opened) with the shape of job table "table"'s
+ * partition: its description, made once per shape instead of for every
+ * write, and its predicate compiled once, which the executor would plan
+ * and compile again for every executor state (ExecPrepareQual at the
+ * first row inserted).  The kept description has no predicate: a write
+ * evaluates the kept one itself, for the row, before it asks for the
+ * row's entries (row_indexes.c), which it does with a copy of its own
+ * (CopyKeptInfo).  The columns the predicate reads are kept too.  A
+ * compiled predicate refers to nothing of an executor state; the shape's
+ * memory, and so the kept indexes, go when the partition changes (an
+ * index created or dropped changes it too).  Returns the index as kept.
  */
 const KeptIndex *
-KeepIndex(JobTable table, Relation index, IndexInfo *info)
+KeepIndex(JobTable table, Relation index)
 {
 	PartitionShape *shape = &shapes[table];
 	const KeptIndex *kept = KeptIndexOf(table, RelationGetRelid(index));
+	MemoryContext old;
+	KeptIndex  *keep;
+	IndexInfo  *info;
 
-	if (kept == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(shape->context);
-		KeptIndex  *keep = palloc(sizeof(KeptIndex));
-
-		keep->index = RelationGetRelid(index);
-		keep->predicate = info->ii_Predicate == NIL ? NULL :
-			ExecInitQual((List *) expression_planner((Expr *) copyObject(info->ii_Predicate)), NULL);
-		keep->columns = NULL;
-		pull_varattnos((Node *) info->ii_Predicate, 1, &keep->columns);
-		shape->indexes = lappend(shape->indexes, keep);
-		MemoryContextSwitchTo(old);
-		kept = keep;
-	}
-	if (kept->predicate != NULL && info->ii_PredicateState == NULL)
-		info->ii_PredicateState = kept->predicate;
-	return kept;
+	if (kept != NULL)
+		return kept;
+	old = MemoryContextSwitchTo(shape->context);
+	info = BuildIndexInfo(index);
+	keep = palloc(sizeof(KeptIndex));
+	keep->index = RelationGetRelid(index);
+	keep->predicate = info->ii_Predicate == NIL ? NULL :
+		ExecInitQual((List *) expression_planner((Expr *) copyObject(info->ii_Predicate)), NULL);
+	keep->columns = NULL;
+	pull_varattnos((Node *) info->ii_Predicate, 1, &keep->columns);
+	info->ii_Predicate = NIL;
+	info->ii_PredicateState = NULL;
+	keep->checked_info = info;
+	shape->indexes = lappend(shape->indexes, keep);
+	MemoryContextSwitchTo(old);
+	return keep;
 }

@@ -208,10 +208,11 @@ typedef struct KeptIndex
 	Oid			index;
 	ExprState  *predicate;
 	Bitmapset  *columns;		/* those the predicate reads (pull_varattnos) */
+	IndexInfo  *checked_info;	/* its description, without the predicate (KeepIndex) */
 } KeptIndex;
 
 extern const KeptIndex *KeptIndexOf(JobTable table, Oid index);
-extern const KeptIndex *KeepIndex(JobTable table, Relation index, IndexInfo *info);
+extern const KeptIndex *KeepIndex(JobTable table, Relation index);
 extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
 						 Datum value, bool isnull);
 extern Datum JobColumnValue(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,

@@ -758,6 +758,14 @@ def main(raw, versions=None):
         ("batch push (100/call), 8 clients vs hand-written batched INSERT (send_batch's shape)",
          "push.batch.c8", "push.batch_plain.c8", ">=", 1.0),
     ]
+    # the pgmq-shaped reference (sql/setup.sql): pgmq 1.x's table and functions
+    # as its documentation describes them, not pgmq itself
+    for c in (1, 8):
+        goals.append((f"push, {c} client{'s' if c > 1 else ''}, wake-ups on vs pgmq-shaped send",
+                      f"push.notify.c{c}", f"push.pgmqref.c{c}", ">=", 1.0))
+    for c in (1, 8):
+        goals.append((f"batch push (100/call), {c} client{'s' if c > 1 else ''} vs pgmq-shaped send_batch",
+                      f"push.batch.c{c}", f"push.batch_pgmqref.c{c}", ">=", 1.0))
     goals += churn_goals(f)
     goals += held_goals()
     goals += steady_goals()
@@ -825,6 +833,15 @@ def main(raw, versions=None):
         if r is not None:
             w(f"| | {ours_label} vs {label} | | | {r:.2f}× plain-sql |")
 
+    def pgmqref_rows(scen, c, label, key, ours_key, ours_label):
+        """A pgmq-shaped figure (a reference), and ours against it."""
+        if not f.values(key):
+            return
+        row(scen, label, c, key, None, "ref")
+        r = ratio(f.med(ours_key), f.med(key))
+        if r is not None:
+            w(f"| | {ours_label} vs {label} | | | {r:.2f}× pgmq-shaped |")
+
     for c in (1, 8):
         row("1 push", "SELECT 1 (transactions/s)", c, f"push.select1.c{c}")
         row("1 push", "floor INSERT", c, f"push.floor.c{c}", None, "ref")
@@ -832,11 +849,15 @@ def main(raw, versions=None):
         row("1 push", "queue_push, wake-ups off", c, f"push.quiet.c{c}", f"push.floor.c{c}", "floor")
         same_shape_rows(c, "plain-sql INSERT (our shape, claim index)", f"push.plain.c{c}",
                         f"push.floor.c{c}", f"push.quiet.c{c}", "queue_push (wake-ups off)", "floor")
+        pgmqref_rows("1 push", c, "pgmq-shaped send", f"push.pgmqref.c{c}", f"push.notify.c{c}",
+                     "queue_push (wake-ups on)")
     for c in (1, 8):
         row("1 push", "floor batched INSERT of 100", c, f"push.batch_floor.c{c}", None, "ref")
         row("1 push", "queue_push_many of 100", c, f"push.batch.c{c}", f"push.batch_floor.c{c}", "floor batch")
         same_shape_rows(c, "plain-sql batched INSERT of 100", f"push.batch_plain.c{c}",
                         f"push.batch_floor.c{c}", f"push.batch.c{c}", "queue_push_many", "floor batch")
+        pgmqref_rows("1 push", c, "pgmq-shaped send_batch of 100", f"push.batch_pgmqref.c{c}",
+                     f"push.batch.c{c}", "queue_push_many")
     if f.values("push.sync_floor.c8"):
         row("1 push, synchronous_commit=on", "floor INSERT", 8, "push.sync_floor.c8", None, "ref")
         row("1 push, synchronous_commit=on", "queue_push, wake-ups on", 8, "push.sync_notify.c8",
@@ -850,6 +871,8 @@ def main(raw, versions=None):
         r = ratio(f.med(f"drain1.ours.w{wk}"), f.med(f"drain1.plain.w{wk}"))
         if r is not None:
             w(f"| | | | | {r:.2f}× plain-sql |")
+        pgmqref_rows("2 drain 1/claim", wk, "pgmq-shaped read(qty 1)+delete", f"drain1.pgmqref.w{wk}",
+                     f"drain1.ours.w{wk}", "jobqueue reserve+delete")
     row("3 drain batched", "PgQ consumer (batches of 100)", 1, "drainb.pgq.c1", None, "ref")
     for wk in (2, 8):
         row("3 drain batched", "jobqueue reserve 100 + delete_many", wk, f"drainb.ours.w{wk}",

@@ -7,11 +7,11 @@
 # Installs what it needs (PgQ from apt, the extension via make install, the
 # C++ programs via CMake), starts a PostgreSQL 15 cluster with the fixed
 # settings below, runs every scenario against jobqueue and the references
-# (floor, plain-sql, PgQ; pg-boss through Node), stops the cluster, and
-# prints a markdown table: each figure, its ratio to the reference measured
-# in the same run, and the goal met/missed.  Raw pgbench logs, EXPLAIN
-# probes and the table are kept in bench/results/<time>/.  See
-# bench/README.md.
+# (floor, plain-sql, pgmq-shaped, PgQ; pg-boss through Node), stops the
+# cluster, and prints a markdown table: each figure, its ratio to the
+# reference measured in the same run, and the goal met/missed.  Raw
+# pgbench logs, EXPLAIN probes and the table are kept in
+# bench/results/<time>/.  See bench/README.md.
 #
 #   --quick   one run per figure of 1 s instead of the median of 3 runs of
 #             3 s; backlogs of 30,000 instead of 100,000 for the drains,
@@ -213,6 +213,10 @@ rec meta.nproc "$(nproc)"
 # batched INSERT takes the same text and inserts its 100 elements.
 JOBS100=$(printf '{"name":"job","payload":{"n":1}},%.0s' $(seq 1 100))
 JOBS100="[${JOBS100%,}]"
+# The same 100 payloads as the jsonb[] a client sends to the pgmq-shaped
+# send_batch (an array literal sent as a parameter).
+MSGS100=$(printf '"{\\"n\\": 1}",%.0s' $(seq 1 100))
+MSGS100="{${MSGS100%,}}"
 
 # The ticker was started with the cluster, before the database existed: it
 # connects within its restart time.
@@ -221,9 +225,10 @@ mkdir -p "$OUT/watch"
 
 # Warm-up: WAL segments created, catalogs cached, before anything is timed.
 log "warm-up"
-qq -c "SELECT bench_fill_queue(20000)" -c "SELECT bench_fill_plain(20000)" -c "SELECT bench_fill_floor(20000)"
+qq -c "SELECT bench_fill_queue(20000)" -c "SELECT bench_fill_plain(20000)" -c "SELECT bench_fill_floor(20000)" \
+   -c "SELECT bench_fill_pgmqref(20000)"
 pgbench -n -M prepared -c 2 -j 2 -T 1 -f "$BENCH/scripts/drain_one.sql" >/dev/null 2>&1 || true
-qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs, pgmqref.q_bench"
 settle
 
 # The scenarios (bench/lib/scenario*.sh), in order; --only and --soak choose.

@@ -31,7 +31,7 @@ pgb() {
 # falls inside a timed run.  --quick skips the CHECKPOINT: its WAL stays far
 # below max_wal_size, so no checkpoint runs at all.
 settle() {
-    qq -c "VACUUM ANALYZE queue_jobs, floor_jobs, plain_jobs"
+    qq -c "VACUUM ANALYZE queue_jobs, floor_jobs, plain_jobs, pgmqref.q_bench"
     if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
 }
 
@@ -108,14 +108,15 @@ fill_queue() {   # n [priority] [delay]
 
 # drain_prepare SYSTEM: a fresh backlog of BACKLOG jobs in that system's table
 drain_prepare() {   # system
-    qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+    qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs, pgmqref.q_bench"
     case $1 in
         ours) fill_queue "$BACKLOG" ;;
         floor) qq -c "SELECT bench_fill_floor($BACKLOG)" \
                   -c "SELECT setval('floor_claim_seq', (SELECT min(id) FROM floor_jobs), false)" ;;
         plain) qq -c "SELECT bench_fill_plain($BACKLOG)" ;;
+        pgmqref) qq -c "SELECT bench_fill_pgmqref($BACKLOG)" ;;
     esac
     settle
 }
-table_of() { case $1 in ours) echo queue_jobs ;; floor) echo floor_jobs ;; plain) echo plain_jobs ;; esac; }
-script_of() { case $1 in ours) echo drain_one.sql ;; floor) echo floor_drain.sql ;; plain) echo plain_drain.sql ;; esac; }
+table_of() { case $1 in ours) echo queue_jobs ;; floor) echo floor_jobs ;; plain) echo plain_jobs ;; pgmqref) echo pgmqref.q_bench ;; esac; }
+script_of() { case $1 in ours) echo drain_one.sql ;; floor) echo floor_drain.sql ;; plain) echo plain_drain.sql ;; pgmqref) echo pgmqref_drain.sql ;; esac; }

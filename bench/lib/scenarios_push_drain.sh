@@ -4,11 +4,11 @@
 # ============================================================= 1. push
 # Single pushes: one job (one row) per transaction, 1 and 8 clients.
 scenario_push() {
-    log "1. push (SELECT 1, floor INSERT, plain-sql INSERT, queue_push with wake-ups on/off, batches of 100)"
+    log "1. push (SELECT 1, floor INSERT, plain-sql INSERT, pgmq-shaped send, queue_push with wake-ups on/off, batches of 100)"
     push_run() {   # key clients script [extra pgbench args]
         local key=$1 clients=$2 script=$3
         shift 3
-        qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs"
+        qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs, pgmqref.q_bench"
         if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
         pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
     }
@@ -37,6 +37,12 @@ scenario_push() {
             rec "push.plain.c$c" "$PGB_TPS"
             push_run "push.batch_plain.c$c" "$c" plain_insert_many.sql -D "jobs=$JOBS100"
             rec "push.batch_plain.c$c" "$(calc "$PGB_TPS * 100")"
+            # the pgmq-shaped reference (sql/setup.sql): send of the same
+            # payload, and send_batch of the same 100 payloads as a jsonb[]
+            push_run "push.pgmqref.c$c" "$c" pgmqref_send.sql
+            rec "push.pgmqref.c$c" "$PGB_TPS"
+            push_run "push.batch_pgmqref.c$c" "$c" pgmqref_send_batch.sql -D "msgs=$MSGS100"
+            rec "push.batch_pgmqref.c$c" "$(calc "$PGB_TPS * 100")"
         done
         if [[ $MODE == full && $rep == 1 ]]; then
             # Extra (full run, one run each): the same 8-client pushes with synchronous_commit = on (each
@@ -55,17 +61,18 @@ scenario_push() {
             unset PGOPTIONS
         fi
     done
-    qq -c "TRUNCATE queue_jobs, floor_jobs"
+    qq -c "TRUNCATE queue_jobs, floor_jobs, pgmqref.q_bench"
 }
 
 # ============================================================= 2. drain, one job per claim
 # A backlog of 100,000; N workers each claim one job and complete it, in
 # two transactions (claim commits, then the completion commits), for SECS.
+# pgmq-shaped: read('bench', 60, 1), then delete of the message read.
 scenario_drain1() {
-    log "2. drain one job per claim (ours, floor UPDATE+DELETE, plain-sql), backlog $BACKLOG"
+    log "2. drain one job per claim (ours, floor UPDATE+DELETE, plain-sql, pgmq-shaped read+delete), backlog $BACKLOG"
     for rep in $(seq 1 "$REPS"); do
         for w in 2 8; do
-            for sys in ours floor plain; do
+            for sys in ours floor plain pgmqref; do
                 drain_prepare "$sys"
                 before=$(count "$(table_of $sys)")
                 pgb "drain1.$sys.w$w.r$rep" "$w" -T "$SECS" -f "$BENCH/scripts/$(script_of $sys)"

@@ -1,5 +1,6 @@
--- Benchmark database objects: the extension, PgQ, and the two plain-SQL
--- references (no extension involved).  Run once per throwaway cluster.
+-- Benchmark database objects: the extension, PgQ, the two plain-SQL
+-- references and the pgmq-shaped one (no extension involved).  Run once
+-- per throwaway cluster.
 \set ON_ERROR_STOP on
 SET client_min_messages = warning;
 
@@ -39,6 +40,101 @@ CREATE TABLE plain_jobs (
 );
 CREATE INDEX plain_jobs_claim_idx ON plain_jobs (priority DESC, available_at, id);
 CREATE SEQUENCE plain_tokens;
+
+-- ---------------------------------------------------------------- pgmq-shaped
+-- A reference shaped like pgmq 1.x's queue table and functions, as its
+-- documentation describes them; pgmq itself is not installed (no package
+-- for this machine).  One queue, 'bench', in the table pgmqref.q_bench:
+-- msg_id from an identity, the read count, the time it was sent, vt (the
+-- time it becomes visible to a read), the message and its headers (NULL
+-- here), and one index on vt.  The functions keep pgmq's layer: each is a
+-- plpgsql function that derives the table's name from the queue's name and
+-- EXECUTEs a statement formatted with it, a cost every pgmq call pays.
+CREATE SCHEMA pgmqref;
+
+CREATE TABLE pgmqref.q_bench (
+    msg_id      bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    read_ct     integer     NOT NULL DEFAULT 0,
+    enqueued_at timestamptz NOT NULL DEFAULT now(),
+    vt          timestamptz NOT NULL,
+    message     jsonb,
+    headers     jsonb
+);
+CREATE INDEX q_bench_vt_idx ON pgmqref.q_bench (vt);
+
+-- What read returns for each message.
+CREATE TYPE pgmqref.message_record AS (
+    msg_id      bigint,
+    read_ct     integer,
+    enqueued_at timestamptz,
+    vt          timestamptz,
+    message     jsonb,
+    headers     jsonb
+);
+
+-- The queue's table: q_ and the name in lower case, a name that could
+-- break out of the formatted statement refused.
+CREATE FUNCTION pgmqref.table_name(queue_name text) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF queue_name ~ '[$;'']|--' THEN
+        RAISE EXCEPTION 'queue name % has a character that is not allowed', queue_name;
+    END IF;
+    RETURN lower('q_' || queue_name);
+END $$;
+
+-- One message, visible after delay seconds; returns its id.
+CREATE FUNCTION pgmqref.send(queue_name text, msg jsonb, delay integer DEFAULT 0)
+RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+DECLARE
+    tbl text := pgmqref.table_name(queue_name);
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'INSERT INTO pgmqref.%I (vt, message) VALUES (clock_timestamp() + %L, $1) RETURNING msg_id',
+        tbl, make_interval(secs => delay))
+    USING msg;
+END $$;
+
+-- Several messages in one INSERT (one row per element); returns their ids.
+CREATE FUNCTION pgmqref.send_batch(queue_name text, msgs jsonb[], delay integer DEFAULT 0)
+RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+DECLARE
+    tbl text := pgmqref.table_name(queue_name);
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'INSERT INTO pgmqref.%I (vt, message) SELECT clock_timestamp() + %L, m FROM unnest($1) AS m RETURNING msg_id',
+        tbl, make_interval(secs => delay))
+    USING msgs;
+END $$;
+
+-- Up to qty visible messages, lowest msg_id first, skipping those another
+-- read has locked; each is hidden for vt seconds and its read count goes up.
+CREATE FUNCTION pgmqref.read(queue_name text, vt integer, qty integer)
+RETURNS SETOF pgmqref.message_record LANGUAGE plpgsql AS $$
+DECLARE
+    tbl text := pgmqref.table_name(queue_name);
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'WITH picked AS (SELECT msg_id FROM pgmqref.%1$I WHERE vt <= clock_timestamp()'
+        '                 ORDER BY msg_id LIMIT $1 FOR UPDATE SKIP LOCKED) '
+        'UPDATE pgmqref.%1$I q SET vt = clock_timestamp() + %2$L, read_ct = q.read_ct + 1 '
+        '  FROM picked WHERE q.msg_id = picked.msg_id '
+        'RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers',
+        tbl, make_interval(secs => vt))
+    USING qty;
+END $$;
+
+-- The message removed for good; false when it was not there.
+CREATE FUNCTION pgmqref.delete(queue_name text, msg_id bigint)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    tbl text := pgmqref.table_name(queue_name);
+    gone bigint;
+BEGIN
+    EXECUTE format('DELETE FROM pgmqref.%I WHERE msg_id = $1 RETURNING msg_id', tbl)
+       INTO gone USING msg_id;
+    RETURN gone IS NOT NULL;
+END $$;
 
 -- ---------------------------------------------------------------- elsewhere
 -- Another application's table in the same database: what a long analytics
@@ -241,6 +337,13 @@ END $$;
 CREATE FUNCTION bench_fill_plain(n integer) RETURNS bigint LANGUAGE sql AS $$
     INSERT INTO plain_jobs (name, payload)
     SELECT 'job', jsonb_build_object('n', i) FROM generate_series(1, n) AS i;
+    SELECT n::bigint;
+$$;
+
+-- n messages of the pgmq-shaped queue, visible now, as send_batch writes them.
+CREATE FUNCTION bench_fill_pgmqref(n integer) RETURNS bigint LANGUAGE sql AS $$
+    INSERT INTO pgmqref.q_bench (vt, message)
+    SELECT clock_timestamp(), jsonb_build_object('n', i) FROM generate_series(1, n) AS i;
     SELECT n::bigint;
 $$;
 

@@ -1,0 +1,1 @@
+SELECT * FROM pgmqref.send('bench', '{"n": 1}');

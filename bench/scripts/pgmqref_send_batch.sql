@@ -1,0 +1,1 @@
+SELECT * FROM pgmqref.send_batch('bench', :msgs);

@@ -79,10 +79,10 @@ PG_FUNCTION_INFO_V1(jobqueue_leases);
  */
 #define READY_PRIORITIES(queue) \
 	"priorities(priority) AS (" \
-	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND j.queue = " queue \
+	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND @QUEUE_IS(j.queue, " queue ")@" \
 	"   ORDER BY j.priority DESC LIMIT 1)" \
 	" UNION ALL" \
-	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND j.queue = " queue \
+	" SELECT (SELECT j.priority FROM @J@ j WHERE j.ready AND @QUEUE_IS(j.queue, " queue ")@" \
 	"   AND j.priority < p.priority ORDER BY j.priority DESC LIMIT 1)" \
 	" FROM priorities p WHERE p.priority IS NOT NULL)"
 
@@ -94,7 +94,7 @@ PG_FUNCTION_INFO_V1(jobqueue_leases);
  */
 #define READY_BY_PRIORITY(columns, queue, cond, tail) \
 	"priorities p CROSS JOIN LATERAL (SELECT " columns " FROM @J@ j" \
-	" WHERE j.ready AND j.queue = " queue " AND j.priority = p.priority AND " cond tail ") j"
+	" WHERE j.ready AND @QUEUE_IS(j.queue, " queue ")@ AND j.priority = p.priority AND " cond tail ") j"
 
 /*
  * The candidates of a page of queue $1's jobs in state $3 (NULL: every
@@ -108,7 +108,7 @@ PG_FUNCTION_INFO_V1(jobqueue_leases);
  */
 #define PAGE_CANDIDATES(columns, ready_tail) \
 	"WITH RECURSIVE " READY_PRIORITIES("$1") \
-	" SELECT " columns " FROM @J@ j WHERE j.ready AND j.queue = $1" \
+	" SELECT " columns " FROM @J@ j WHERE j.ready AND @QUEUE_IS(j.queue, $1)@" \
 	"   AND ($3 IS NULL OR $3 = 'pending')" \
 	" UNION ALL" \
 	" SELECT " columns " FROM " READY_BY_PRIORITY(columns, "$1", IS_DELAYED("$2"), ready_tail) \
@@ -170,7 +170,7 @@ static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
 			" LEFT JOIN @S@.queue_settings s ON s.queue = q.queue"
 			" CROSS JOIN LATERAL (WITH RECURSIVE " READY_PRIORITIES("q.queue")
 			"  SELECT "
-			CAPPED_COUNT("@J@ j WHERE j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2") " + "
+			CAPPED_COUNT("@J@ j WHERE j.ready AND @QUEUE_IS(j.queue, q.queue)@ AND " IS_PENDING("$1"), "$2") " + "
 			CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2")
 			"   AS pending, "
 			CAPPED_COUNT(READY_BY_PRIORITY("1", "q.queue", IS_DELAYED("$1"), " LIMIT $2 + 1"), "$2") " + "
@@ -220,7 +220,7 @@ static JqStatement statements[NUM_BROWSE_STATEMENTS] = {
 			" LEFT JOIN @S@.queue_settings s ON s.queue = q.queue"
 			" CROSS JOIN LATERAL (WITH RECURSIVE " READY_PRIORITIES("q.queue")
 			"  SELECT "
-			CAPPED_COUNT("@J@ j WHERE j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2") " + "
+			CAPPED_COUNT("@J@ j WHERE j.ready AND @QUEUE_IS(j.queue, q.queue)@ AND " IS_PENDING("$1"), "$2") " + "
 			CAPPED_COUNT("@J@ j WHERE NOT j.ready AND j.queue = q.queue AND " IS_PENDING("$1"), "$2")
 			"   AS pending, "
 			CAPPED_COUNT(READY_BY_PRIORITY("1", "q.queue", IS_DELAYED("$1"), " LIMIT $2 + 1"), "$2")

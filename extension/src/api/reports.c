@@ -39,7 +39,7 @@ static JqStatement statements[NUM_REPORTS_STATEMENTS] = {
 		/* Spelt per "ready" so each arm can use its partial index. */
 		[JQ_API_1_0] = {
 			"SELECT pg_catalog.count(*) FROM @J@"
-			" WHERE (ready AND queue = $2 AND " IS_PENDING("$1") ")"
+			" WHERE (ready AND @QUEUE_IS(queue, $2)@ AND " IS_PENDING("$1") ")"
 			"    OR (NOT ready AND queue = $2 AND " IS_PENDING("$1") ")",
 			2, {TIMESTAMPTZOID, TEXTOID}
 		},

@@ -70,14 +70,14 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
 /* The claim's search from the head of queue $1, for $3 jobs due at $2. */
 #define CLAIM_CANDIDATES_SQL(columns) \
 	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
-	" WHERE ready AND queue = $1 AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" WHERE ready AND @QUEUE_IS(queue, $1)@ AND available_at <= $2 AND " CLAIMABLE_NOW \
 	" ORDER BY priority DESC, available_at, id" \
 	" LIMIT $3 FOR UPDATE SKIP LOCKED"
 
 /* From the claim position ($4, $5, $6) on, within its priority. */
 #define CLAIM_CANDIDATES_FROM_SQL(columns) \
 	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
-	" WHERE ready AND queue = $1 AND priority = $4 AND (available_at, id) >= ($5, $6)" \
+	" WHERE ready AND @QUEUE_IS(queue, $1)@ AND priority = $4 AND (available_at, id) >= ($5, $6)" \
 	"   AND available_at <= $2 AND " CLAIMABLE_NOW \
 	" ORDER BY available_at, id" \
 	" LIMIT $3 FOR UPDATE SKIP LOCKED"
@@ -85,7 +85,7 @@ PG_FUNCTION_INFO_V1(jobqueue_reserve_1_5);
 /* The priorities below the claim position's ($4), from their head. */
 #define CLAIM_CANDIDATES_BELOW_SQL(columns) \
 	JQ_HOT_PATH_MARK "SELECT " columns " FROM @J@" \
-	" WHERE ready AND queue = $1 AND priority < $4 AND available_at <= $2 AND " CLAIMABLE_NOW \
+	" WHERE ready AND @QUEUE_IS(queue, $1)@ AND priority < $4 AND available_at <= $2 AND " CLAIMABLE_NOW \
 	" ORDER BY priority DESC, available_at, id" \
 	" LIMIT $3 FOR UPDATE SKIP LOCKED"
 
@@ -125,7 +125,7 @@ static JqStatement statements[NUM_RESERVE_STATEMENTS] = {
 		 */
 		[JQ_API_1_0] = {
 			JQ_HOT_PATH_MARK "SELECT " CANDIDATE_COLUMNS " FROM @J@"
-			" WHERE ready AND queue = $1 AND available_at <= $2"
+			" WHERE ready AND @QUEUE_IS(queue, $1)@ AND available_at <= $2"
 			" ORDER BY priority DESC, available_at, id"
 			" LIMIT $3 FOR UPDATE SKIP LOCKED",
 			3, {TEXTOID, TIMESTAMPTZOID, INT4OID}

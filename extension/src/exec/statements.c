@@ -20,6 +20,9 @@
  * functions' fixed search_path this keeps a caller's search_path from
  * redirecting any query.  Plans are kept with SPI_keepplan; if the schema
  * changes (extension dropped and created elsewhere), all are rebuilt.
+ * "@QUEUE_IS(column, value)@" is a search of one queue in the claim index,
+ * written for the index the schema has (1.7: its hash first, see below);
+ * when that index is built again, all plans are rebuilt too.
  *
  * A statement whose text changed with an API version has one entry per
  * version that changed it, under [statement][version]; a call uses the
@@ -31,13 +34,16 @@
  */
 #include "exec/exec.h"
 
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 /* The job tables a statement's "@J@" can name (JobTable). */
 static const char *const job_table_names[NUM_JOB_TABLES] = {
@@ -64,9 +70,56 @@ RegisterStatements(JqStatementSet *set)
 static Oid	cached_schema = InvalidOid;
 static char *cached_schema_name = NULL;
 
-/* Replace every "@S@" in sql with the quoted schema, every "@J@" with the job table. */
+/*
+ * Whether the cached schema's claim index leads with the queue's hash, as
+ * the kept plans were written for; checked again when queue_jobs changes
+ * (an ALTER EXTENSION UPDATE in any session builds the index again).
+ */
+static bool cached_claim_by_hash = false;
+static bool claim_index_checked = false;
+static Oid	cached_job_table = InvalidOid;
+static bool job_table_callback_registered = false;
+
+/*
+ * Since 1.7 the claim index leads with the queue's hash
+ * (jobqueue--1.6--1.7.sql).  A statement that searches it for one queue
+ * says "@QUEUE_IS(column, value)@": the index's condition on the hashes
+ * and the name's own comparison (two names may hash alike) when the
+ * schema's claim index leads with the hash, the comparison alone before.
+ */
+#define QUEUE_IS_OPEN "@QUEUE_IS("
+#define QUEUE_IS_CLOSE ")@"
+
+/* Append what "@QUEUE_IS(column, value)@" at token stands for; returns what follows it. */
+static const char *
+AppendQueueIs(StringInfo buf, const char *token, bool claim_by_hash)
+{
+	const char *args = token + strlen(QUEUE_IS_OPEN);
+	const char *end = strstr(args, QUEUE_IS_CLOSE);
+	const char *comma = strchr(args, ',');
+	char	   *column;
+	char	   *value;
+
+	if (end == NULL || comma == NULL || comma > end)
+		elog(ERROR, "jobqueue: malformed " QUEUE_IS_OPEN " in a statement");
+	column = pnstrdup(args, comma - args);
+	for (comma++; *comma == ' '; comma++)
+		;
+	value = pnstrdup(comma, end - comma);
+	if (claim_by_hash)
+		appendStringInfo(buf, "(pg_catalog.hashtext(%s) = pg_catalog.hashtext(%s) AND %s = %s)",
+						 column, value, column, value);
+	else
+		appendStringInfo(buf, "%s = %s", column, value);
+	return end + strlen(QUEUE_IS_CLOSE);
+}
+
+/*
+ * Replace every "@S@" in sql with the quoted schema, every "@J@" with the
+ * job table, every "@QUEUE_IS(column, value)@" as above.
+ */
 static char *
-QualifySql(const char *sql, const char *quoted_schema, JobTable table)
+QualifySql(const char *sql, const char *quoted_schema, JobTable table, bool claim_by_hash)
 {
 	StringInfoData buf;
 	const char *p = sql;
@@ -80,6 +133,11 @@ QualifySql(const char *sql, const char *quoted_schema, JobTable table)
 			appendStringInfoString(&buf, quoted_schema);
 		else if (strncmp(hit, "@J@", 3) == 0)
 			appendStringInfo(&buf, "%s.%s", quoted_schema, job_table_names[table]);
+		else if (strncmp(hit, QUEUE_IS_OPEN, strlen(QUEUE_IS_OPEN)) == 0)
+		{
+			p = AppendQueueIs(&buf, hit, claim_by_hash);
+			continue;
+		}
 		else
 		{
 			appendStringInfoChar(&buf, '@');
@@ -92,12 +150,29 @@ QualifySql(const char *sql, const char *quoted_schema, JobTable table)
 	return buf.data;
 }
 
-/* Forget every kept plan: the extension's schema is not what it was. */
-static void
-ResetPlans(Oid schema)
+/* Whether the claim index of schema's queue_jobs leads with the queue's hash (1.7 on). */
+static bool
+ClaimIndexLeadsWithHash(Oid schema)
 {
-	char	   *name;
+	Oid			index = get_relname_relid("queue_jobs_claim_idx", schema);
+	HeapTuple	tuple;
+	bool		by_hash;
 
+	if (!OidIsValid(index))
+		return false;
+	tuple = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	/* an expression, not a column: pg_catalog.hashtext(queue) */
+	by_hash = ((Form_pg_index) GETSTRUCT(tuple))->indkey.values[0] == 0;
+	ReleaseSysCache(tuple);
+	return by_hash;
+}
+
+/* Forget every kept plan. */
+static void
+ForgetPlans(void)
+{
 	for (int s = 0; s < num_statement_sets; s++)
 		for (int i = 0; i < statement_sets[s]->count; i++)
 		{
@@ -114,13 +189,51 @@ ResetPlans(Oid schema)
 					statement->plans[v][t] = NULL;
 				}
 		}
+}
+
+/* queue_jobs (or every relation) changed: its claim index is looked at again. */
+static void
+JobTableChanged(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == cached_job_table)
+		claim_index_checked = false;
+}
+
+/*
+ * The extension's schema is schema: forget every kept plan if it was
+ * another, or if its claim index changed since they were written (see
+ * cached_claim_by_hash).
+ */
+static void
+UseSchema(Oid schema)
+{
+	char	   *name;
+	bool		claim_by_hash;
+
+	if (schema == cached_schema && claim_index_checked)
+		return;
+	if (!job_table_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(JobTableChanged, (Datum) 0);
+		job_table_callback_registered = true;
+	}
+	claim_by_hash = ClaimIndexLeadsWithHash(schema);
+	if (schema == cached_schema && claim_by_hash == cached_claim_by_hash)
+	{
+		claim_index_checked = true;
+		return;
+	}
 	name = get_namespace_name(schema);
 	if (name == NULL)
 		elog(ERROR, "jobqueue: schema %u of the called function does not exist", schema);
+	ForgetPlans();
 	if (cached_schema_name != NULL)
 		pfree(cached_schema_name);
 	cached_schema_name = MemoryContextStrdup(TopMemoryContext, quote_identifier(name));
 	cached_schema = schema;
+	cached_job_table = get_relname_relid("queue_jobs", schema);
+	cached_claim_by_hash = claim_by_hash;
+	claim_index_checked = true;
 }
 
 /*
@@ -130,8 +243,7 @@ ResetPlans(Oid schema)
 const char *
 QueueSchemaQuoted(Oid schema)
 {
-	if (schema != cached_schema)
-		ResetPlans(schema);
+	UseSchema(schema);
 	return cached_schema_name;
 }
 
@@ -148,8 +260,7 @@ QueuePlanOn(const JqCall *call, JqStatement *statement, JobTable table)
 	SPIPlanPtr	plan;
 	char	   *sql;
 
-	if (call->schema != cached_schema)
-		ResetPlans(call->schema);
+	UseSchema(call->schema);
 	while (version > 0 && statement->text[version].sql == NULL)
 		version--;
 	def = &statement->text[version];
@@ -161,7 +272,7 @@ QueuePlanOn(const JqCall *call, JqStatement *statement, JobTable table)
 	if (statement->plans[version][table] != NULL)
 		return statement->plans[version][table];
 
-	sql = QualifySql(def->sql, cached_schema_name, table);
+	sql = QualifySql(def->sql, cached_schema_name, table, cached_claim_by_hash);
 	/*
 	 * A generic plan, always: the statements are short and their best plan
 	 * does not depend on the values, while planning a custom plan for every
@@ -223,7 +334,7 @@ QueueExecuteOn(const JqCall *call, JqStatement *statement, JobTable table, Datum
 /* "PREPARE name(types) AS sql" for a statement on a job table, qualified with schema. */
 static char *
 PrepareText(const char *name, const JqStatementText *def, const char *quoted_schema,
-			JobTable table)
+			JobTable table, bool claim_by_hash)
 {
 	StringInfoData buf;
 
@@ -232,7 +343,7 @@ PrepareText(const char *name, const JqStatementText *def, const char *quoted_sch
 	for (int a = 0; a < def->nargs; a++)
 		appendStringInfo(&buf, "%s%s", a == 0 ? "(" : ", ", format_type_be(def->argtypes[a]));
 	appendStringInfo(&buf, "%s AS %s", def->nargs > 0 ? ")" : "",
-					 QualifySql(def->sql, quoted_schema, table));
+					 QualifySql(def->sql, quoted_schema, table, claim_by_hash));
 	return buf.data;
 }
 
@@ -278,7 +389,8 @@ ListStatement(ReturnSetInfo *rsinfo, const JqStatement *statement, Oid schema,
 											: psprintf("%s on %s", statement->name,
 													   job_table_names[t]));
 			values[1] = CStringGetTextDatum(version_names[v]);
-			values[2] = CStringGetTextDatum(PrepareText(name, def, quoted_schema, t));
+			values[2] = CStringGetTextDatum(PrepareText(name, def, quoted_schema, t,
+															ClaimIndexLeadsWithHash(schema)));
 			values[3] = CStringGetTextDatum(ExecuteText(name, def));
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}

@@ -17,6 +17,7 @@ DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.3--1.4.sql \
 	extension/scripts/jobqueue--1.4--1.5.sql \
 	extension/scripts/jobqueue--1.5--1.6.sql \
+	extension/scripts/jobqueue--1.6--1.7.sql \
 	extension/router/jobqueue_router.control \
 	extension/router/jobqueue_router--1.0.sql
 
@@ -113,7 +114,7 @@ REGRESS = \
 	upgrade_1_3 \
 	upgrade_1_4 \
 	upgrade_1_5 \
-	upgrade_1_5_overview upgrade_1_6 \
+	upgrade_1_5_overview upgrade_1_6 upgrade_1_7 \
 	indexes
 REGRESS_OPTS = --load-extension=jobqueue
 

@@ -100,8 +100,11 @@ InstalledApiVersion(void)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 
-	/* 1.6 changed how the functions are declared, not their schema or behaviour */
-	if (version != NULL && strcmp(version, "1.6") == 0)
+	/*
+	 * 1.6 changed how the functions are declared, 1.7 the claim index: not
+	 * the columns or the functions' behaviour
+	 */
+	if (version != NULL && (strcmp(version, "1.6") == 0 || strcmp(version, "1.7") == 0))
 		return JQ_API_1_5;
 	for (int v = JQ_API_COUNT - 1; v >= 0 && version != NULL; v--)
 		if (strcmp(version, names[v]) == 0)

@@ -66,7 +66,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-/* The claim index's columns: (queue, priority DESC, available_at, id) WHERE ready. */
+/*
+ * The claim index's columns: (hashtext(queue), priority DESC, available_at,
+ * id) WHERE ready; before 1.7 the queue itself first.  Names that hash
+ * alike share a range: Claimable compares the row's queue too.
+ */
 #define CLAIM_INDEX_QUEUE 1
 #define CLAIM_INDEX_PRIORITY 2
 #define CLAIM_INDEX_AVAILABLE_AT 3
@@ -175,9 +179,14 @@ BeginRange(DirectClaim *claim, PartitionScan *search, ClaimRange range)
 	ScanKeyData keys[4];
 	int			nkeys = 1;
 
-	ScanKeyEntryInitialize(&keys[0], 0, CLAIM_INDEX_QUEUE, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[0], F_TEXTEQ,
-						   PointerGetDatum(request->queue));
+	if (search->shape->claim_by_hash)
+		ScanKeyInit(&keys[0], CLAIM_INDEX_QUEUE, BTEqualStrategyNumber, F_INT4EQ,
+					DirectFunctionCall1Coll(hashtext, search->shape->claim_hash_collation,
+											PointerGetDatum(request->queue)));
+	else
+		ScanKeyEntryInitialize(&keys[0], 0, CLAIM_INDEX_QUEUE, BTEqualStrategyNumber, InvalidOid,
+							   index->rd_indcollation[0], F_TEXTEQ,
+							   PointerGetDatum(request->queue));
 	if (range == RANGE_FROM_SAME_TIME || range == RANGE_FROM_LATER)
 		ScanKeyInit(&keys[nkeys++], CLAIM_INDEX_PRIORITY, BTEqualStrategyNumber, F_INT4EQ,
 					Int32GetDatum(request->from.priority));

@@ -32,9 +32,9 @@
  * which left the predicate out: the write evaluates it, for the row, before
  * it asks the executor's helper for the row's entries).  The helper notes
  * facts of one statement in a description (whether an update left the
- * index's columns alone, an access method's cache in ii_Context, the
- * expressions' state), so those go in the copy, in the write's memory; the
- * parts it only reads (columns, operators) are shared.
+ * index's columns alone, an access method's cache in ii_Context), so
+ * those go in the copy, in the write's memory; the parts it only reads
+ * (columns, operators, the compiled key expressions) are shared.
  */
 static IndexInfo *
 CopyKeptInfo(const IndexInfo *kept)

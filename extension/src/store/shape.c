@@ -18,17 +18,20 @@
  */
 #include "store/store.h"
 
+#include "access/genam.h"
+#include "catalog/index.h"
 #include "catalog/partition.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "rewrite/rewriteHandler.h"
-#include "catalog/index.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/relcache.h"
 #include "utils/rel.h"
 
 /* The names of JobColumn's columns, in its order. */
@@ -145,6 +148,39 @@ FindPartitionIndex(Relation rel, const char *name)
 }
 
 /*
+ * Whether the claim index leads with the queue's hash, as 1.7 builds it
+ * (pg_catalog.hashtext(queue), ...), and under which collation the hash
+ * is taken; false when it leads with the queue itself, as before 1.7.
+ * *usable false when it leads with anything else: no claim without a plan
+ * then.
+ */
+static bool
+ClaimIndexLeadsWithHash(PartitionShape *shape, bool *usable)
+{
+	Relation	index = index_open(shape->claim_index, AccessShareLock);
+	AttrNumber	first = index->rd_index->indkey.values[0];
+	bool		by_hash = false;
+
+	*usable = first == shape->attnum[JOB_COL_QUEUE];
+	if (first == 0)
+	{
+		Node	   *expr = linitial(RelationGetIndexExpressions(index));
+
+		if (IsA(expr, FuncExpr) && ((FuncExpr *) expr)->funcid == F_HASHTEXT &&
+			list_length(((FuncExpr *) expr)->args) == 1 &&
+			IsA(linitial(((FuncExpr *) expr)->args), Var) &&
+			((Var *) linitial(((FuncExpr *) expr)->args))->varattno == shape->attnum[JOB_COL_QUEUE])
+		{
+			by_hash = true;
+			*usable = true;
+			shape->claim_hash_collation = ((FuncExpr *) expr)->inputcollid;
+		}
+	}
+	index_close(index, AccessShareLock);
+	return by_hash;
+}
+
+/*
  * The shape of the partition rel of job table "table" (a ring partition or
  * long), read now or kept from before.
  */
@@ -183,6 +219,14 @@ ShapeOf(JobTable table, Relation rel)
 	for (int c = 0; c < NUM_CORE_JOB_COLUMNS; c++)
 		shape->update_usable &= shape->attnum[c] > 0;
 	shape->claim_usable = shape->update_usable && OidIsValid(shape->claim_index);
+	shape->claim_by_hash = false;
+	if (shape->claim_usable)
+	{
+		bool		usable;
+
+		shape->claim_by_hash = ClaimIndexLeadsWithHash(shape, &usable);
+		shape->claim_usable = usable;
+	}
 	shape->admit_usable = shape->update_usable && OidIsValid(shape->key_waiting_index);
 	for (int c = NUM_CORE_JOB_COLUMNS; c < NUM_JOB_COLUMNS; c++)
 		shape->admit_usable &= shape->attnum[c] > 0;
@@ -239,13 +283,14 @@ KeptIndexOf(JobTable table, Oid index)
 /*
  * Keep index (just opened) with the shape of job table "table"'s
  * partition: its description, made once per shape instead of for every
- * write, and its predicate compiled once, which the executor would plan
- * and compile again for every executor state (ExecPrepareQual at the
- * first row inserted).  The kept description has no predicate: a write
- * evaluates the kept one itself, for the row, before it asks for the
- * row's entries (row_indexes.c), which it does with a copy of its own
- * (CopyKeptInfo).  The columns the predicate reads are kept too.  A
- * compiled predicate refers to nothing of an executor state; the shape's
+ * write, and its predicate and key expressions compiled once, which the
+ * executor would plan and compile again for every executor state
+ * (ExecPrepareQual, ExecPrepareExprList at the first row inserted).  The
+ * kept description has no predicate: a write evaluates the kept one
+ * itself, for the row, before it asks for the row's entries
+ * (row_indexes.c), which it does with a copy of its own (CopyKeptInfo).
+ * The columns the predicate reads are kept too.  A
+ * compiled expression refers to nothing of an executor state; the shape's
  * memory, and so the kept indexes, go when the partition changes (an
  * index created or dropped changes it too).  Returns the index as kept.
  */
@@ -257,6 +302,7 @@ KeepIndex(JobTable table, Relation index)
 	MemoryContext old;
 	KeptIndex  *keep;
 	IndexInfo  *info;
+	ListCell   *lc;
 
 	if (kept != NULL)
 		return kept;
@@ -270,6 +316,11 @@ KeepIndex(JobTable table, Relation index)
 	pull_varattnos((Node *) info->ii_Predicate, 1, &keep->columns);
 	info->ii_Predicate = NIL;
 	info->ii_PredicateState = NULL;
+	/* the key's expressions (1.7's claim index: the queue's hash) compiled once too */
+	foreach(lc, info->ii_Expressions)
+		info->ii_ExpressionsState =
+			lappend(info->ii_ExpressionsState,
+					ExecInitExpr(expression_planner((Expr *) copyObject(lfirst(lc))), NULL));
 	keep->checked_info = info;
 	shape->indexes = lappend(shape->indexes, keep);
 	MemoryContextSwitchTo(old);

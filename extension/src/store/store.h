@@ -192,6 +192,9 @@ typedef struct PartitionShape
 	/* a claim: that, and the claim index */
 	bool		claim_usable;
 	Oid			claim_index;
+	/* its first column: the queue's hash (1.7: hashtext(queue) under that collation), or the queue */
+	bool		claim_by_hash;
+	Oid			claim_hash_collation;
 	/* a key's slot handed on (1.5): the index of the jobs waiting for a slot, and the flow columns */
 	bool		admit_usable;
 	Oid			key_waiting_index;

@@ -3,8 +3,8 @@
  * claimpos.c
  *	  The claim position: where a queue's claims start their search.
  *
- * A claim searches the claim index (queue, priority DESC, available_at,
- * id) WHERE ready from its head.  Every job claimed or completed leaves
+ * A claim searches the claim index (the queue's hash from 1.7, priority
+ * DESC, available_at, id) WHERE ready from the head of its queue's range.  Every job claimed or completed leaves
  * an index entry there until VACUUM removes it, and while an old snapshot
  * is held anywhere in the database VACUUM may not: each claim then walks
  * past every earlier claim's entry, and a queue slows down as it works.

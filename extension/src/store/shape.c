@@ -289,10 +289,10 @@ KeptIndexOf(JobTable table, Oid index)
  * kept description has no predicate: a write evaluates the kept one
  * itself, for the row, before it asks for the row's entries
  * (row_indexes.c), which it does with a copy of its own (CopyKeptInfo).
- * The columns the predicate reads are kept too.  A
- * compiled expression refers to nothing of an executor state; the shape's
- * memory, and so the kept indexes, go when the partition changes (an
- * index created or dropped changes it too).  Returns the index as kept.
+ * The columns the predicate reads are kept too.  A compiled expression
+ * refers to nothing of an executor state; the shape's memory, and so the
+ * kept indexes, go when the partition changes (an index created or dropped
+ * changes it too).  Returns the index as kept.
  */
 const KeptIndex *
 KeepIndex(JobTable table, Relation index)

@@ -663,12 +663,12 @@ def print_profiles(perfdir, timed):
 
 
 # ------------------------------------------------------------------ cluster
-def start_cluster(count_statements=False):
+def start_cluster(count_statements=False, conf="jit = off"):
     """scripts/cluster.sh's throwaway cluster, jobqueue preloaded, with
     setup.sql's objects in database percall; its environment is kept in a
-    dict for stop_cluster."""
+    dict for stop_cluster.  conf: the server's settings."""
     port = os.environ.get("JQ_PGPORT", "55720")
-    preload, conf = "jobqueue", "jit = off"
+    preload = "jobqueue"
     if count_statements:
         preload = "jobqueue,pg_stat_statements"
         conf += "\npg_stat_statements.track = all\npg_stat_statements.max = 1000"

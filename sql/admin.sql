@@ -190,6 +190,19 @@ SELECT name FROM queue_reserve('{pzq_empty}');
 -- resuming a queue that was never paused is fine
 SELECT queue_resume('pzq_never');
 SELECT queue, paused FROM queue_list() WHERE queue = 'pzq_never';
+
+-- a pause written into queue_settings by hand, not by queue_pause, reaches
+-- the claims of a session that keeps the queue's settings (its first claim
+-- read them) within a second, and so does its undoing
+SELECT pg_temp.queued(queue_push('pz_hand', queue => 'pzq_hand')) AS pushed
+FROM generate_series(1, 3);
+SELECT count(*) AS claimed FROM queue_reserve('{pzq_hand}');
+INSERT INTO queue_settings (queue, paused, updated_at) VALUES ('pzq_hand', true, now());
+SELECT pg_sleep(1.1);
+SELECT count(*) AS claimed_while_paused FROM queue_reserve('{pzq_hand}');
+UPDATE queue_settings SET paused = false WHERE queue = 'pzq_hand';
+SELECT pg_sleep(1.1);
+SELECT count(*) AS claimed_after FROM queue_reserve('{pzq_hand}');
 TRUNCATE queue_jobs, queue_failed_jobs, queue_settings;
 
 --------------------------------------------------------------------------

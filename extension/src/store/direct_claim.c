@@ -444,7 +444,7 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 		return DIRECT_USE_STATEMENT;
 
 	claim.snapshot = BeginStatementSnapshot();
-	ReadQueueSettingsRow(call, request->queue, claim.snapshot, &settings);
+	KeptQueueSettings(call, request->queue, claim.snapshot, &settings);
 	if (settings.rate_limited || settings.paused)
 	{
 		for (int p = 0; p < claim.searched; p++)

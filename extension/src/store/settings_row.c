@@ -11,16 +11,17 @@
  * contract's defaults: wake-ups on, not paused, no default lease, no rate
  * limit.
  *
- * A plain push reads only the wake-up setting, and the look-up costs about
- * a tenth of the push: each backend keeps the setting of the queues it
- * pushed to lately (KeptQueueWantsWakeups), and every call that makes a job
- * due reads it so (wakeup.c).  Every setter of the extension
- * (queue_set_notify, queue_pause, ...: ForgetQueueSettingsAtCommit)
- * invalidates queue_settings' relcache entry: every session forgets what it kept when
- * the change commits (this one at its next command, and again if the
- * change rolls back), as it does when the table is truncated or dropped.
- * A write of the table by hand invalidates nothing, so a kept setting is
- * read again once it is a second old.
+ * The look-up costs about a tenth of a push and 5 % of a claim and its
+ * completion, so each backend keeps the rows of the queues it used lately
+ * (KeptQueueSettings): every call that makes a job due reads the wake-up
+ * setting so (wakeup.c), and the claim without a plan (direct_claim.c) the
+ * others.  Every setter of the extension (queue_set_notify, queue_pause,
+ * ...: ForgetQueueSettingsAtCommit) invalidates queue_settings' relcache
+ * entry before its commit returns: every session forgets what it kept at
+ * its next look (which first takes in the invalidations sent), this one
+ * at its next command, and again if the change rolls back; so too when the
+ * table is truncated or dropped.  A write of the table by hand invalidates
+ * nothing, so a kept row is read again once it is a second old.
  *
  *-------------------------------------------------------------------------
  */
@@ -103,68 +104,82 @@ ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 	table_close(rel, AccessShareLock);
 }
 
-#define KEPT_WAKEUPS 32			/* queues whose setting a backend keeps */
-#define KEPT_WAKEUPS_USECS USECS_PER_SEC	/* a kept setting is read again after this */
+#define KEPT_QUEUES 32			/* queues whose row a backend keeps */
+#define KEPT_USECS USECS_PER_SEC	/* a kept row is read again after this */
 
-typedef struct KeptWakeups
+typedef struct KeptSettings
 {
 	TimestampTz read_at;		/* 0: free */
-	bool		notify;
+	QueueSettingsRow settings;
 	int			length;
 	char		queue[JQ_QUEUE_NAME_BYTES];
-} KeptWakeups;
+} KeptSettings;
 
-static KeptWakeups kept_wakeups[KEPT_WAKEUPS];
+static KeptSettings kept_settings[KEPT_QUEUES];
 static int	next_kept = 0;
 static Oid	kept_settings_relid = InvalidOid;
 static bool forget_registered = false;
 
-/* queue_settings changed, or the relation cache was reset: forget every kept setting. */
+/* queue_settings changed, or the relation cache was reset: forget every kept row. */
 static void
-ForgetKeptWakeups(Datum arg, Oid relid)
+ForgetKeptSettings(Datum arg, Oid relid)
 {
 	if (OidIsValid(relid) && relid != kept_settings_relid)
 		return;
-	for (int i = 0; i < KEPT_WAKEUPS; i++)
-		kept_wakeups[i].read_at = 0;
+	for (int i = 0; i < KEPT_QUEUES; i++)
+		kept_settings[i].read_at = 0;
 }
 
 /*
- * Whether queue wants NOTIFY wake-ups: kept from a read less than a second
- * ago (see the header), or read now under snapshot and kept.
+ * queue's settings: kept from a read less than a second ago that no
+ * setter has invalidated since (see the header), or read now under
+ * snapshot and kept.
  */
-bool
-KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot)
+void
+KeptQueueSettings(const JqCall *call, text *queue, Snapshot snapshot, QueueSettingsRow *settings)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int			length = VARSIZE_ANY_EXHDR(queue);
-	QueueSettingsRow settings;
-	KeptWakeups *kept;
+	KeptSettings *kept;
 
-	for (int i = 0; i < KEPT_WAKEUPS; i++)
+	/* a setter that committed before this look has sent its invalidation */
+	AcceptInvalidationMessages();
+	for (int i = 0; i < KEPT_QUEUES; i++)
 	{
-		kept = &kept_wakeups[i];
+		kept = &kept_settings[i];
 		if (kept->read_at != 0 && now >= kept->read_at &&
-			now - kept->read_at < KEPT_WAKEUPS_USECS &&
+			now - kept->read_at < KEPT_USECS &&
 			kept->length == length && memcmp(kept->queue, VARDATA_ANY(queue), length) == 0)
-			return kept->notify;
+		{
+			*settings = kept->settings;
+			return;
+		}
 	}
-	ReadQueueSettingsRow(call, queue, snapshot, &settings);
+	ReadQueueSettingsRow(call, queue, snapshot, settings);
 	if (!forget_registered)
 	{
-		CacheRegisterRelcacheCallback(ForgetKeptWakeups, (Datum) 0);
+		CacheRegisterRelcacheCallback(ForgetKeptSettings, (Datum) 0);
 		forget_registered = true;
 	}
 	kept_settings_relid = get_relname_relid("queue_settings", call->schema);
 	if (OidIsValid(kept_settings_relid) && length < JQ_QUEUE_NAME_BYTES)
 	{
-		kept = &kept_wakeups[next_kept];
-		next_kept = (next_kept + 1) % KEPT_WAKEUPS;
+		kept = &kept_settings[next_kept];
+		next_kept = (next_kept + 1) % KEPT_QUEUES;
 		kept->read_at = now;
-		kept->notify = settings.notify;
+		kept->settings = *settings;
 		kept->length = length;
 		memcpy(kept->queue, VARDATA_ANY(queue), length);
 	}
+}
+
+/* Whether queue wants NOTIFY wake-ups (its kept settings). */
+bool
+KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot)
+{
+	QueueSettingsRow settings;
+
+	KeptQueueSettings(call, queue, snapshot, &settings);
 	return settings.notify;
 }
 

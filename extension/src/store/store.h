@@ -233,6 +233,8 @@ typedef struct QueueSettingsRow
 
 extern void ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 								 QueueSettingsRow *settings);
+extern void KeptQueueSettings(const JqCall *call, text *queue, Snapshot snapshot,
+							  QueueSettingsRow *settings);
 extern bool KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot);
 extern void ForgetQueueSettingsAtCommit(const JqCall *call);
 

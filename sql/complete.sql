@@ -302,6 +302,37 @@ SELECT queue_delete(:dq_claimed, :dq_tok) AS deleted;
 SELECT id = :dq_id AS logged_the_job, queue FROM pg_temp.deleted_log;
 DROP TRIGGER regress_jq_log_delete ON queue_jobs;
 
+-- a trigger on one partition only (the long one, where a job with a unique
+-- key goes): the completion opens each partition when it first looks in it
+-- (1.7), deletes a job of another partition without the executor (nothing
+-- logged) and leaves the job in that one to the statement (logged); one
+-- call at a time and in one queue_delete_many
+TRUNCATE pg_temp.deleted_log;
+SELECT queue_push('probe', queue => 'dq_probe', unique_key => 'dq-probe') AS dq_probe_id \gset
+SELECT tableoid::regclass AS dq_long_partition FROM queue_jobs WHERE id = :dq_probe_id \gset
+CREATE TRIGGER regress_jq_log_delete AFTER DELETE ON :dq_long_partition
+    FOR EACH ROW EXECUTE FUNCTION pg_temp.log_delete();
+CREATE TEMP TABLE dq_pushed AS
+SELECT queue_push('ring job', queue => 'dq') AS ring_id,
+       queue_push('long job', queue => 'dq', unique_key => 'dq-long') AS long_id;
+SELECT (SELECT tableoid::regclass FROM queue_jobs WHERE id = ring_id) <> :'dq_long_partition'::regclass
+       AS ring_job_elsewhere,
+       (SELECT tableoid::regclass FROM queue_jobs WHERE id = long_id) = :'dq_long_partition'::regclass
+       AS long_job_there
+FROM dq_pushed;
+CREATE TEMP TABLE dq_claims AS SELECT id, token FROM queue_reserve('{dq}', NULL, 'w', 2);
+SELECT count(*) AS claimed, bool_and(queue_delete(id, token)) AS all_deleted FROM dq_claims;
+SELECT count(*) AS logged, bool_and(id = (SELECT long_id FROM dq_pushed)) AS only_the_long_job
+FROM pg_temp.deleted_log;
+TRUNCATE pg_temp.deleted_log, dq_claims;
+SELECT queue_push('ring job 2', queue => 'dq') IS NOT NULL AS pushed,
+       queue_push('long job 2', queue => 'dq', unique_key => 'dq-long-2') IS NOT NULL AS pushed_long;
+INSERT INTO dq_claims SELECT id, token FROM queue_reserve('{dq}', NULL, 'w', 2);
+SELECT cardinality(queue_delete_many(array_agg(id), array_agg(token))) AS deleted_many FROM dq_claims;
+SELECT count(*) AS logged, bool_and(queue = 'dq') AS from_dq FROM pg_temp.deleted_log;
+SELECT count(*) AS left_in_dq FROM queue_jobs WHERE queue = 'dq';
+DROP TRIGGER regress_jq_log_delete ON :dq_long_partition;
+
 BEGIN;
 SELECT queue_push('same transaction', queue => 'dq') AS dq2_id \gset
 SELECT id AS dq2_claimed, token AS dq2_tok FROM queue_reserve('{dq}') \gset

@@ -6,9 +6,10 @@
  *	  job (direct_update.c: extend, release) share.
  *
  * Their statements find the job by id in one partition at a time (ring.c)
- * and act only if its token is the caller's.  Here the three partitions
- * are opened once for a call, each row is looked up by its partition's
- * primary key under the call's snapshot, and its token read from it.  A
+ * and act only if its token is the caller's.  Here a call opens each of
+ * the three partitions once, when it first looks in it, each row is looked
+ * up by its partition's primary key under the call's snapshot, and its
+ * token read from it.  A
  * row another transaction holds or changed since the snapshot is locked
  * as the statement's re-check locks it: waiting for its holder, under
  * read committed at its newest version, under snapshot isolation a
@@ -27,13 +28,14 @@
 #include "utils/rel.h"
 
 /*
- * Open the three job partitions (locked in ring.c's order, RowExclusiveLock
- * kept to the transaction's end) with their primary keys for event's
- * writes; false (nothing left open) for a schema before 1.3 or a partition
- * the direct way must leave to the statement (store.c).
+ * The three job partitions of the call, in ring.c's order (each locked
+ * there, ACCESS SHARE, to the transaction's end), for event's writes.
+ * None is opened yet: a call opens one when it first looks in it
+ * (ClaimedPartitionOpen), and most find their job in the first, the one
+ * this backend last found a job in.  false for a schema before 1.3.
  */
 bool
-OpenClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition partitions[3])
+PrepareClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition partitions[3])
 {
 	JobTable	tables[3];
 	Oid			relids[3];
@@ -42,31 +44,54 @@ OpenClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition partit
 		return false;
 	for (int i = 0; i < 3; i++)
 	{
-		Relation	rel = table_open(relids[i], RowExclusiveLock);
-		Oid			primary_key = PrimaryKeyIndex(rel);
-
-		if (!PartitionWritableDirectly(call, rel, event) || !OidIsValid(primary_key))
-		{
-			table_close(rel, NoLock);
-			CloseClaimedPartitions(partitions, i);
-			return false;
-		}
 		memset(&partitions[i], 0, sizeof(ClaimedPartition));
+		partitions[i].call = call;
+		partitions[i].event = event;
 		partitions[i].table = tables[i];
-		partitions[i].rel = rel;
-		partitions[i].shape = ShapeOf(tables[i], rel);
-		partitions[i].primary_key = index_open(primary_key, AccessShareLock);
-		partitions[i].slot = table_slot_create(rel, NULL);
+		partitions[i].relid = relids[i];
+		partitions[i].state = CLAIMED_PARTITION_NOT_OPEN;
 	}
 	return true;
 }
 
-/* Close the first count of the partitions (their locks stay). */
-void
-CloseClaimedPartitions(ClaimedPartition *partitions, int count)
+/*
+ * Open the partition (RowExclusiveLock kept to the transaction's end) with
+ * its primary key, the first time it is looked in; false when the direct
+ * way must leave it to the statement (store.c): the statement then looks
+ * for the job in every partition.
+ */
+bool
+ClaimedPartitionOpen(ClaimedPartition *partition)
 {
-	for (int i = 0; i < count; i++)
+	Relation	rel;
+	Oid			primary_key;
+
+	if (partition->state != CLAIMED_PARTITION_NOT_OPEN)
+		return partition->state == CLAIMED_PARTITION_OPEN;
+	rel = table_open(partition->relid, RowExclusiveLock);
+	primary_key = PrimaryKeyIndex(rel);
+	if (!PartitionWritableDirectly(partition->call, rel, partition->event) || !OidIsValid(primary_key))
 	{
+		table_close(rel, NoLock);
+		partition->state = CLAIMED_PARTITION_LEFT_TO_STATEMENT;
+		return false;
+	}
+	partition->rel = rel;
+	partition->shape = ShapeOf(partition->table, rel);
+	partition->primary_key = index_open(primary_key, AccessShareLock);
+	partition->slot = table_slot_create(rel, NULL);
+	partition->state = CLAIMED_PARTITION_OPEN;
+	return true;
+}
+
+/* Close the partitions that were opened (their locks stay). */
+void
+CloseClaimedPartitions(ClaimedPartition partitions[3])
+{
+	for (int i = 0; i < 3; i++)
+	{
+		if (partitions[i].state != CLAIMED_PARTITION_OPEN)
+			continue;
 		EndPartitionWrite(&partitions[i].write);
 		if (partitions[i].updated != NULL)
 			ExecDropSingleTupleTableSlot(partitions[i].updated);

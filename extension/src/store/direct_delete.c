@@ -214,11 +214,12 @@ done:
  * would be: outcomes[i] is DIRECT_DONE (deleted; its queue in queues[i]),
  * DIRECT_NOT_FOUND (no row of the job holds that token: the statement
  * would have deleted nothing) or DIRECT_USE_STATEMENT (nothing done for
- * that job: the caller runs the statement for it).  A deleted job that
- * held a slot of its concurrency key has the key in slot_keys[i] (else
- * NULL): the caller hands the slot on, as the flow trigger would have.  Returns false when
- * nothing was done at all (a schema before 1.3, or a partition the direct
- * way leaves to the statement): the caller runs the statements.
+ * that job, which was not in the partitions looked in before one the direct
+ * way leaves to the statement: the caller runs the statement for it).  A
+ * deleted job that held a slot of its concurrency key has the key in
+ * slot_keys[i] (else NULL): the caller hands the slot on, as the flow
+ * trigger would have.  Returns false when nothing was done at all (a schema
+ * before 1.3): the caller runs the statements.
  */
 bool
 DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
@@ -229,7 +230,7 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 	int64		last_deleted = 0;
 	bool		deleted_any = false;
 
-	if (!OpenClaimedPartitions(call, CMD_DELETE, partitions))
+	if (!PrepareClaimedPartitions(call, CMD_DELETE, partitions))
 		return false;
 	snapshot = BeginStatementSnapshot();
 	for (int j = 0; j < count; j++)
@@ -240,6 +241,11 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 			continue;
 		for (int i = 0; i < 3 && outcomes[j] == DIRECT_NOT_FOUND; i++)
 		{
+			if (!ClaimedPartitionOpen(&partitions[i]))
+			{
+				outcomes[j] = DIRECT_USE_STATEMENT;
+				break;
+			}
 			outcomes[j] = DeleteFromPartition(&partitions[i], ids[j], tokens[j], snapshot,
 											  &queues[j], &slot_keys[j], NULL);
 			if (outcomes[j] == DIRECT_DONE)
@@ -251,7 +257,7 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 		}
 	}
 	EndStatementSnapshot(snapshot);
-	CloseClaimedPartitions(partitions, 3);
+	CloseClaimedPartitions(partitions);
 	return true;
 }
 
@@ -381,16 +387,18 @@ FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error, Timestam
 	Snapshot	snapshot;
 	DirectOutcome outcome = DIRECT_NOT_FOUND;
 
-	if (!OpenClaimedPartitions(call, CMD_DELETE, partitions))
+	if (!PrepareClaimedPartitions(call, CMD_DELETE, partitions))
 		return DIRECT_USE_STATEMENT;
 	if (!OpenFailedTable(call, &failed))
-	{
-		CloseClaimedPartitions(partitions, 3);
 		return DIRECT_USE_STATEMENT;
-	}
 	snapshot = BeginStatementSnapshot();
 	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
 	{
+		if (!ClaimedPartitionOpen(&partitions[i]))
+		{
+			outcome = DIRECT_USE_STATEMENT;
+			break;
+		}
 		outcome = DeleteFromPartition(&partitions[i], id, token, snapshot, queue, NULL, &failed);
 		if (outcome == DIRECT_DONE)
 		{
@@ -401,6 +409,6 @@ FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error, Timestam
 	EndStatementSnapshot(snapshot);
 	ExecDropSingleTupleTableSlot(failed.slot);
 	table_close(failed.rel, NoLock);
-	CloseClaimedPartitions(partitions, 3);
+	CloseClaimedPartitions(partitions);
 	return outcome;
 }

@@ -107,20 +107,17 @@ UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token, const ClaimedCh
 	Snapshot	snapshot;
 	DirectOutcome outcome = DIRECT_NOT_FOUND;
 
-	if (!OpenClaimedPartitions(call, CMD_UPDATE, partitions))
+	if (!PrepareClaimedPartitions(call, CMD_UPDATE, partitions))
 		return DIRECT_USE_STATEMENT;
-	for (int i = 0; i < 3; i++)
-	{
-		/* an update computes no stored generated column */
-		if (!partitions[i].shape->update_usable)
-		{
-			CloseClaimedPartitions(partitions, 3);
-			return DIRECT_USE_STATEMENT;
-		}
-	}
 	snapshot = BeginStatementSnapshot();
 	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
 	{
+		/* an update computes no stored generated column */
+		if (!ClaimedPartitionOpen(&partitions[i]) || !partitions[i].shape->update_usable)
+		{
+			outcome = DIRECT_USE_STATEMENT;
+			break;
+		}
 		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
 			continue;
 		outcome = ChangeInPartition(&partitions[i], token, snapshot, change);
@@ -129,6 +126,6 @@ UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token, const ClaimedCh
 		ExecClearTuple(partitions[i].slot);
 	}
 	EndStatementSnapshot(snapshot);
-	CloseClaimedPartitions(partitions, 3);
+	CloseClaimedPartitions(partitions);
 	return outcome;
 }

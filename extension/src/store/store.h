@@ -293,9 +293,21 @@ typedef enum DirectOutcome
 	DIRECT_USE_STATEMENT		/* nothing changed: run the statement */
 } DirectOutcome;
 /* store/claimed_row.c: a claimed job's row found by id and token, in each partition */
+typedef enum ClaimedPartitionState
+{
+	CLAIMED_PARTITION_NOT_OPEN,
+	CLAIMED_PARTITION_OPEN,
+	CLAIMED_PARTITION_LEFT_TO_STATEMENT /* the direct way may not write it */
+} ClaimedPartitionState;
+
 typedef struct ClaimedPartition
 {
+	const JqCall *call;
+	CmdType		event;			/* the writes it is opened for */
 	JobTable	table;
+	Oid			relid;
+	ClaimedPartitionState state;
+	/* once open: */
 	Relation	rel;
 	const PartitionShape *shape;
 	Relation	primary_key;
@@ -304,9 +316,10 @@ typedef struct ClaimedPartition
 	PartitionWrite write;		/* begun at its first change */
 } ClaimedPartition;
 
-extern bool OpenClaimedPartitions(const JqCall *call, CmdType event,
-								  ClaimedPartition partitions[3]);
-extern void CloseClaimedPartitions(ClaimedPartition *partitions, int count);
+extern bool PrepareClaimedPartitions(const JqCall *call, CmdType event,
+									 ClaimedPartition partitions[3]);
+extern bool ClaimedPartitionOpen(ClaimedPartition *partition);
+extern void CloseClaimedPartitions(ClaimedPartition partitions[3]);
 extern bool FindClaimedRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot);
 extern bool RowHoldsToken(ClaimedPartition *partition, int64 token);
 extern DirectOutcome LockClaimedRow(ClaimedPartition *partition, ItemPointer tid,

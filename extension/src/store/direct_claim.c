@@ -389,7 +389,9 @@ ClaimFromRange(DirectClaim *claim, ClaimRange range)
 			return;
 		CHECK_FOR_INTERRUPTS();
 		TryClaim(claim, best);
-		Advance(claim, &claim->partitions[best]);
+		/* the next job is looked for only while the request wants one */
+		if (claim->count < claim->request->limit)
+			Advance(claim, &claim->partitions[best]);
 	}
 }
 

@@ -1,4 +1,5 @@
-"""One backend's CPU time, read from /proc: shared by backend_cpu_ab.py and percall.py.
+"""One backend's CPU time, read from /proc: shared by backend_cpu_ab.py, percall.py and
+drain_split.py.
 
 The client must run on the server's machine (it reads the backend's /proc).
 """
@@ -7,11 +8,18 @@ import os
 import psycopg2
 
 
-def backend_user_system(pid):
-    """(user, system) time of process pid in seconds, from /proc/<pid>/stat (clock ticks)."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+def stat_times(pid):
+    """(parent pid, user, system, reaped children's user, their system) of process pid,
+    times in seconds, from /proc/<pid>/stat (clock ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
     tck = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tck, int(fields[12]) / tck
+    return (int(fields[1]),) + tuple(int(x) / tck for x in fields[11:15])
+
+
+def backend_user_system(pid):
+    """(user, system) time of process pid in seconds."""
+    return stat_times(pid)[1:3]
 
 
 def backend_cpu_seconds(pid):

@@ -35,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import percall  # noqa: E402  (the throwaway cluster)
+from backend_cpu import stat_times  # noqa: E402
 
 BENCH = percall.BENCH
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -57,30 +58,18 @@ def bench_settings():
     return conf + "\n" + ticker.replace("'bench'", "'percall'")
 
 
-def proc_times(pid):
-    """(user, system) seconds of pid and (user, system) of its reaped children."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    ut, st, cut, cst = (int(x) / TICKS for x in fields[11:15])
-    return (ut, st), (cut, cst)
-
-
 def server_times(postmaster):
-    """The server's (user, system) seconds so far: the postmaster, its live
-    children and the children it reaped."""
-    (u, s), (cu, cs) = proc_times(postmaster)
-    user, system = u + cu, s + cs
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    """The server's (user, system) seconds so far: the postmaster, the children it
+    reaped and its live ones."""
+    _, user, system, reaped_user, reaped_system = stat_times(postmaster)
+    user, system = user + reaped_user, system + reaped_system
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            parent, child_user, child_system, _, _ = stat_times(pid)
         except OSError:
-            continue
-        if int(fields[1]) == postmaster:
-            user += int(fields[11]) / TICKS
-            system += int(fields[12]) / TICKS
+            continue   # ended meanwhile
+        if parent == postmaster:
+            user, system = user + child_user, system + child_system
     return user, system
 
 

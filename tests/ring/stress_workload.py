@@ -48,7 +48,8 @@ RESOLVE_PUSH = """SELECT payload->>'pid', id FROM queue_jobs WHERE payload->>'pi
 def resolve_push(s, jobs, keyed):
     """A transaction a kill cut: committed if any of its jobs is in a table
     or was claimed (looked up in that order: a job leaves the tables only
-    after a claim was recorded)."""
+    after a claim was recorded).  Returns whether it committed (not read
+    back from unknown_pushes, which the other producers append to too)."""
     pids = [pid for _, pid, *_ in jobs]
     found = dict(s.retrying(lambda cur: (cur.execute(RESOLVE_PUSH, (pids, pids)), cur.fetchall())[1]))
     if SELFTEST == "noresolve":
@@ -66,6 +67,7 @@ def resolve_push(s, jobs, keyed):
         rolled_back.update(pids)
         unknown_pushes.append((pids, "not committed"))
     s.rollback()   # the look-up's transaction: a lock on queue_jobs would keep rotations busy
+    return bool(found)
 
 
 def producer(db, n, rng):
@@ -109,9 +111,9 @@ def producer(db, n, rng):
                 committed_jobs([j[0] for j in jobs], [tuple(j) for j in jobs])
         except psycopg2.Error as e:
             if s.lost(e):
-                resolve_push(s, jobs, keyed)
+                was_committed = resolve_push(s, jobs, keyed)
                 if waits and limbo_cut("push"):
-                    limbo.append(("push", [pid for _, pid, *_ in jobs], unknown_pushes[-1][1] == "committed"))
+                    limbo.append(("push", [pid for _, pid, *_ in jobs], was_committed))
             else:
                 s.rollback()
                 rolled_back.update([] if keyed else [pid for _, pid, *_ in jobs])

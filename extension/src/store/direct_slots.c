@@ -394,12 +394,7 @@ AdmitWaitingDirectly(const JqCall *call, text *queue, text *key, int count,
 			NextWaiting(&searches[best], queue, key);
 	}
 	if (*admitted_count > 0)
-	{
-		QueueSettingsRow settings;
-
-		ReadQueueSettingsRow(call, queue, snapshot, &settings);
-		*wants_wakeups = settings.notify;
-	}
+		*wants_wakeups = KeptQueueWantsWakeups(call, queue, snapshot);
 	ClosePartitionScans(searches, searched);
 	EndStatementSnapshot(snapshot);
 	return DIRECT_DONE;

@@ -14,7 +14,8 @@
  * The look-up costs about a tenth of a push and 5 % of a claim and its
  * completion, so each backend keeps the rows of the queues it used lately
  * (KeptQueueSettings): every call that makes a job due reads the wake-up
- * setting so (wakeup.c), and the claim without a plan (direct_claim.c) the
+ * setting so (wakeup.c, direct_insert.c, a key's slot handed on in
+ * direct_slots.c), and the claim without a plan (direct_claim.c) the
  * others.  Every setter of the extension (queue_set_notify, queue_pause,
  * ...: ForgetQueueSettingsAtCommit) invalidates queue_settings' relcache
  * entry before its commit returns: every session forgets what it kept at
@@ -65,7 +66,7 @@ ColumnIsSet(TupleTableSlot *slot, const char *name, Datum *value)
 }
 
 /* Read queue's settings (see the header) under snapshot into *settings. */
-void
+static void
 ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 					 QueueSettingsRow *settings)
 {

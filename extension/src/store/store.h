@@ -231,8 +231,6 @@ typedef struct QueueSettingsRow
 	Interval	default_lease;
 } QueueSettingsRow;
 
-extern void ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
-								 QueueSettingsRow *settings);
 extern void KeptQueueSettings(const JqCall *call, text *queue, Snapshot snapshot,
 							  QueueSettingsRow *settings);
 extern bool KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot);

@@ -309,6 +309,7 @@ typedef struct ClaimedPartition
 	Relation	rel;
 	const PartitionShape *shape;
 	Relation	primary_key;
+	IndexScanDesc by_id;		/* its scan, begun at the first look-up, NULL until then */
 	TupleTableSlot *slot;		/* the row found, or locked */
 	TupleTableSlot *updated;	/* a change's new version (direct_update.c), NULL until made */
 	PartitionWrite write;		/* begun at its first change */

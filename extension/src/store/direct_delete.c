@@ -45,7 +45,9 @@
  * takes it, and ROW EXCLUSIVE on each of the three (the statement takes it
  * on those it looked in), the row's own lock.  A batch (queue_delete_many)
  * opens the partitions once and works under one snapshot, as its
- * statements did.
+ * statements did, and looks its jobs up in one scan of each partition's
+ * primary key with their ids as an array key, as its statement's
+ * "id = ANY (ids)" does (claimed_row.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -139,27 +141,25 @@ typedef struct FailedRow
 static bool BuildFailedRow(FailedRow *failed, TupleTableSlot *job, const PartitionShape *shape);
 
 /*
- * Find the row of job id in the partition by its primary key under
- * snapshot and delete it if it holds token (see the header).  *queue gets
- * its queue when deleted, *slot_key the key whose slot it held (NULL: none;
- * slot_key NULL: such a job takes the statement).  With failed, the job's
- * failed row is built from the version deleted (a job it cannot be built
- * for takes the statement).
+ * Delete the job whose row is in the partition's slot (found under
+ * snapshot, holding token; see the header).  *queue gets its queue when
+ * deleted, *slot_key the key whose slot it held (NULL: none; slot_key
+ * NULL: such a job takes the statement).  With failed, the job's failed
+ * row is built from the version deleted (a job it cannot be built for
+ * takes the statement).
  */
 static DirectOutcome
-DeleteFromPartition(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot,
-					text **queue, text **slot_key, FailedRow *failed)
+DeleteFoundRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot,
+			   text **queue, text **slot_key, FailedRow *failed)
 {
 	Relation	rel = partition->rel;
 	TupleTableSlot *slot = partition->slot;
-	DirectOutcome outcome = DIRECT_NOT_FOUND;
+	DirectOutcome outcome;
 	ItemPointerData tid;
 	TM_FailureData failure;
 	TM_Result	result;
 	bool		isnull;
 
-	if (!FindClaimedRow(partition, id, token, snapshot))
-		goto done;
 	if (!FlowAllowsDirect(slot, partition->shape, slot_key) ||
 		(failed != NULL && !BuildFailedRow(failed, slot, partition->shape)))
 	{
@@ -169,8 +169,8 @@ DeleteFromPartition(ClaimedPartition *partition, int64 id, int64 token, Snapshot
 
 	/*
 	 * Nobody holds or changed the row since the snapshot (the usual case):
-	 * deleted at once, its only WAL record, the token checked above on
-	 * this very version.
+	 * deleted at once, its only WAL record, the token checked on this very
+	 * version.
 	 */
 	CheckCmdReplicaIdentity(rel, CMD_DELETE);
 	*queue = DatumGetTextPCopy(JobColumnValue(slot, partition->shape, JOB_COL_QUEUE, &isnull));
@@ -207,19 +207,95 @@ done:
 }
 
 /*
+ * The pairs of DeleteJobsDirectly (ids ascending) that still look for
+ * their job: those of each job no pair has deleted yet that are not done
+ * (DIRECT_NOT_FOUND so far).  Their jobs' ids, each once and ascending, go
+ * to wanted; returns how many.
+ */
+static int
+JobsStillWanted(int count, const int64 *ids, const DirectOutcome *outcomes, int64 *wanted)
+{
+	int			nwanted = 0;
+
+	for (int first = 0, next; first < count; first = next)
+	{
+		bool		deleted = false;
+		bool		looking = false;
+
+		for (next = first; next < count && ids[next] == ids[first]; next++)
+		{
+			deleted |= outcomes[next] == DIRECT_DONE;
+			looking |= outcomes[next] == DIRECT_NOT_FOUND;
+		}
+		if (looking && !deleted)
+			wanted[nwanted++] = ids[first];
+	}
+	return nwanted;
+}
+
+/*
+ * One partition's part of DeleteJobsDirectly: the jobs still wanted looked
+ * up in one scan of its primary key; each job found is deleted for the
+ * first of its pairs whose token its row holds (another pair's token can
+ * only be stale).  false when no job is left to look for, or when the
+ * partition is left to the statement (the pairs still looking then take
+ * it).
+ */
+static bool
+DeleteInPartition(ClaimedPartition *partition, int count, const int64 *ids, const int64 *tokens,
+				  Snapshot snapshot, DirectOutcome *outcomes, text **queues, text **slot_keys)
+{
+	int64	   *wanted = palloc(sizeof(int64) * count);
+	int			nwanted = JobsStillWanted(count, ids, outcomes, wanted);
+	int			next = 0;
+	int64		id;
+
+	if (nwanted == 0)
+		return false;
+	if (!ClaimedPartitionOpen(partition))
+	{
+		for (int j = 0; j < count; j++)
+			if (outcomes[j] == DIRECT_NOT_FOUND)
+				outcomes[j] = DIRECT_USE_STATEMENT;
+		return false;
+	}
+	LookUpClaimedRows(partition, wanted, nwanted, snapshot);
+	while (NextLookedUpRow(partition, &id))
+	{
+		CHECK_FOR_INTERRUPTS();
+		while (next < count && ids[next] < id)
+			next++;
+		for (int j = next; j < count && ids[j] == id; j++)
+		{
+			if (outcomes[j] != DIRECT_NOT_FOUND || !RowHoldsToken(partition, tokens[j]))
+				continue;
+			outcomes[j] = DeleteFoundRow(partition, id, tokens[j], snapshot, &queues[j],
+										 &slot_keys[j], NULL);
+			if (outcomes[j] == DIRECT_DONE)
+				NoteJobFoundIn(partition->table);
+			break;
+		}
+	}
+	ExecClearTuple(partition->slot);
+	pfree(wanted);
+	return true;
+}
+
+/*
  * queue_delete's work for count (id, token) pairs without the executor,
- * in the order given (queue_delete_many gives them sorted by id, the order
- * its statement locks them in; once a pair deleted a job, the pairs naming
- * it right after find nothing), under one snapshot taken as a statement's
- * would be: outcomes[i] is DIRECT_DONE (deleted; its queue in queues[i]),
- * DIRECT_NOT_FOUND (no row of the job holds that token: the statement
- * would have deleted nothing) or DIRECT_USE_STATEMENT (nothing done for
- * that job, which was not in the partitions looked in before one the direct
- * way leaves to the statement: the caller runs the statement for it).  A
- * deleted job that held a slot of its concurrency key has the key in
- * slot_keys[i] (else NULL): the caller hands the slot on, as the flow
- * trigger would have.  Returns false when nothing was done at all (a schema
- * before 1.3): the caller runs the statements.
+ * ids ascending (queue_delete_many sorts them by id, the order its
+ * statement locks them in: a job is deleted for the first of its pairs
+ * whose token it holds, the others find nothing), under one snapshot taken
+ * as a statement's would be, one partition after the other: outcomes[i]
+ * is DIRECT_DONE (deleted; its queue in queues[i]), DIRECT_NOT_FOUND (no
+ * row of the job holds that token: the statement would have deleted
+ * nothing) or DIRECT_USE_STATEMENT (nothing done for that job, which was
+ * not in the partitions looked in before one the direct way leaves to the
+ * statement: the caller runs the statement for it).  A deleted job that
+ * held a slot of its concurrency key has the key in slot_keys[i] (else
+ * NULL): the caller hands the slot on, as the flow trigger would have.
+ * Returns false when nothing was done at all (a schema before 1.3): the
+ * caller runs the statements.
  */
 bool
 DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
@@ -227,35 +303,19 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 {
 	ClaimedPartition partitions[3];
 	Snapshot	snapshot;
-	int64		last_deleted = 0;
-	bool		deleted_any = false;
 
 	if (!PrepareClaimedPartitions(call, CMD_DELETE, partitions))
 		return false;
 	snapshot = BeginStatementSnapshot();
 	for (int j = 0; j < count; j++)
 	{
+		Assert(j == 0 || ids[j - 1] <= ids[j]);
 		outcomes[j] = DIRECT_NOT_FOUND;
-		/* the statement's snapshot still sees a row this call deleted */
-		if (deleted_any && ids[j] == last_deleted)
-			continue;
-		for (int i = 0; i < 3 && outcomes[j] == DIRECT_NOT_FOUND; i++)
-		{
-			if (!ClaimedPartitionOpen(&partitions[i]))
-			{
-				outcomes[j] = DIRECT_USE_STATEMENT;
-				break;
-			}
-			outcomes[j] = DeleteFromPartition(&partitions[i], ids[j], tokens[j], snapshot,
-											  &queues[j], &slot_keys[j], NULL);
-			if (outcomes[j] == DIRECT_DONE)
-			{
-				NoteJobFoundIn(partitions[i].table);
-				last_deleted = ids[j];
-				deleted_any = true;
-			}
-		}
 	}
+	for (int i = 0; i < 3; i++)
+		if (!DeleteInPartition(&partitions[i], count, ids, tokens, snapshot, outcomes, queues,
+							   slot_keys))
+			break;
 	EndStatementSnapshot(snapshot);
 	CloseClaimedPartitions(partitions);
 	return true;
@@ -399,7 +459,9 @@ FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error, Timestam
 			outcome = DIRECT_USE_STATEMENT;
 			break;
 		}
-		outcome = DeleteFromPartition(&partitions[i], id, token, snapshot, queue, NULL, &failed);
+		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
+			continue;
+		outcome = DeleteFoundRow(&partitions[i], id, token, snapshot, queue, NULL, &failed);
 		if (outcome == DIRECT_DONE)
 		{
 			NoteJobFoundIn(partitions[i].table);

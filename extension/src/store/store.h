@@ -320,6 +320,9 @@ extern bool PrepareClaimedPartitions(const JqCall *call, CmdType event,
 extern bool ClaimedPartitionOpen(ClaimedPartition *partition);
 extern void CloseClaimedPartitions(ClaimedPartition partitions[3]);
 extern bool FindClaimedRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot);
+extern void LookUpClaimedRows(ClaimedPartition *partition, const int64 *ids, int count,
+							  Snapshot snapshot);
+extern bool NextLookedUpRow(ClaimedPartition *partition, int64 *id);
 extern bool RowHoldsToken(ClaimedPartition *partition, int64 token);
 extern DirectOutcome LockClaimedRow(ClaimedPartition *partition, ItemPointer tid,
 									Snapshot snapshot, int64 token, LockTupleMode mode);

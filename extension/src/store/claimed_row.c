@@ -9,10 +9,11 @@
  * and act only if its token is the caller's.  Here a call opens each of
  * the three partitions once, when it first looks in it; each row is looked
  * up by its partition's primary key under the call's snapshot (a batch's
- * rows in one scan), and its token read from it.  A row another transaction holds or changed since
- * the snapshot is locked as the statement's re-check locks it: waiting for
- * its holder, under read committed at its newest version, under snapshot
- * isolation a serialization failure.
+ * rows in one scan), and its token read from it.  A row another
+ * transaction holds or changed since the snapshot is locked as the
+ * statement's re-check locks it: waiting for its holder, under read
+ * committed at its newest version, under snapshot isolation a
+ * serialization failure.
  *
  *-------------------------------------------------------------------------
  */

@@ -333,6 +333,24 @@ SELECT count(*) AS logged, bool_and(queue = 'dq') AS from_dq FROM pg_temp.delete
 SELECT count(*) AS left_in_dq FROM queue_jobs WHERE queue = 'dq';
 DROP TRIGGER regress_jq_log_delete ON :dq_long_partition;
 
+-- without it: one queue_delete_many over jobs of both partitions, each id
+-- given twice, a stale token before its own: every job is completed once,
+-- listed once in the order given (1.7: each partition's jobs are looked up
+-- in one scan of its primary key)
+TRUNCATE dq_claims;
+SELECT count(queue_push('ring job 3', queue => 'dq')) AS pushed FROM generate_series(1, 3);
+SELECT count(queue_push('long job 3', queue => 'dq', unique_key => 'dq-long-3-' || i)) AS pushed_long
+FROM generate_series(1, 2) i;
+INSERT INTO dq_claims SELECT id, token FROM queue_reserve('{dq}', NULL, 'w', 10);
+SELECT count(*) AS claimed, count(DISTINCT tableoid) AS partitions
+FROM queue_jobs WHERE id IN (SELECT id FROM dq_claims);
+SELECT cardinality(done) AS completed,
+       done = ARRAY(SELECT id FROM dq_claims ORDER BY id DESC) AS each_once_in_order
+FROM (SELECT queue_delete_many(array_agg(id ORDER BY id DESC, n), array_agg(token ORDER BY id DESC, n)) AS done
+      FROM (SELECT id, token - 1000 AS token, 1 AS n FROM dq_claims
+            UNION ALL SELECT id, token, 2 FROM dq_claims) pairs) d;
+SELECT count(*) AS left_in_dq FROM queue_jobs WHERE queue = 'dq';
+
 BEGIN;
 SELECT queue_push('same transaction', queue => 'dq') AS dq2_id \gset
 SELECT id AS dq2_claimed, token AS dq2_tok FROM queue_reserve('{dq}') \gset

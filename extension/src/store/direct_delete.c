@@ -238,8 +238,8 @@ JobsStillWanted(int count, const int64 *ids, const DirectOutcome *outcomes, int6
  * up in one scan of its primary key; each job found is deleted for the
  * first of its pairs whose token its row holds (another pair's token can
  * only be stale).  false when no job is left to look for, or when the
- * partition is left to the statement (the pairs still looking then take
- * it).
+ * partition is left to the statement (the pairs of the jobs still wanted
+ * that are still looking then take it).
  */
 static bool
 DeleteInPartition(ClaimedPartition *partition, int count, const int64 *ids, const int64 *tokens,
@@ -250,13 +250,17 @@ DeleteInPartition(ClaimedPartition *partition, int count, const int64 *ids, cons
 	int			next = 0;
 	int64		id;
 
-	if (nwanted == 0)
-		return false;
-	if (!ClaimedPartitionOpen(partition))
+	if (nwanted == 0 || !ClaimedPartitionOpen(partition))
 	{
-		for (int j = 0; j < count; j++)
-			if (outcomes[j] == DIRECT_NOT_FOUND)
+		/* not the stale pairs of a job another pair deleted: the statement would find nothing */
+		for (int j = 0, w = 0; j < count && w < nwanted; j++)
+		{
+			while (w < nwanted && wanted[w] < ids[j])
+				w++;
+			if (w < nwanted && wanted[w] == ids[j] && outcomes[j] == DIRECT_NOT_FOUND)
 				outcomes[j] = DIRECT_USE_STATEMENT;
+		}
+		pfree(wanted);
 		return false;
 	}
 	LookUpClaimedRows(partition, wanted, nwanted, snapshot);

@@ -18,8 +18,25 @@ DATA = extension/jobqueue.control \
 	extension/scripts/jobqueue--1.4--1.5.sql \
 	extension/scripts/jobqueue--1.5--1.6.sql \
 	extension/scripts/jobqueue--1.6--1.7.sql \
-	extension/router/jobqueue_router.control \
-	extension/router/jobqueue_router--1.0.sql
+	extension/router/jobqueue_router.control
+
+# jobqueue_router's install script is made of its parts, one concern each, in
+# this order (the rule is below PGXS's, which must come first).  It is built at
+# an absolute path: an out-of-tree build (VPATH) then makes its own instead of
+# taking the one an in-tree build left.
+ROUTER_PARTS = \
+	extension/router/parts/head.sql \
+	extension/router/parts/mapping.sql \
+	extension/router/parts/push.sql \
+	extension/router/parts/reserve.sql \
+	extension/router/parts/finish.sql \
+	extension/router/parts/backlog.sql \
+	extension/router/parts/failed.sql \
+	extension/router/parts/admin.sql \
+	extension/router/parts/schedules.sql \
+	extension/router/parts/grants.sql \
+	extension/router/parts/flow.sql
+DATA_built = $(CURDIR)/extension/router/jobqueue_router--1.0.sql
 
 MODULE_big = jobqueue
 OBJS = \
@@ -130,6 +147,11 @@ override with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The router's install script from its parts (ROUTER_PARTS above).
+$(CURDIR)/extension/router/jobqueue_router--1.0.sql: $(addprefix $(TOPDIR),$(ROUTER_PARTS))
+	@mkdir -p $(@D)
+	cat $^ > $@
 
 .PHONY: version-check dist
 # META.json must follow the PGXN Meta Spec and carry the control file's version.

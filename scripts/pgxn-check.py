@@ -311,12 +311,17 @@ def reaches(scripts, extension, version):
 
 def makefile_inputs(text):
     """Files the Makefile names: sources (for objects), headers, SQL scripts,
-    control files.  Comments are left out."""
+    control files; and the SQL scripts it builds (a rule's target, its
+    directory given by a variable such as $(CURDIR)), by file name.
+    Comments are left out."""
     text = re.sub(r"#.*", "", text)
+    built = {os.path.basename(name) for name in
+             re.findall(r"^\S*?([\w./-]+\.sql)\s*:(?!=)", text, re.MULTILINE)}
     files = set()
     for name in re.findall(r"[\w./-]+\.(?:o|c|h|sql|control)\b", text):
-        files.add(name[:-2] + ".c" if name.endswith(".o") else name)
-    return files
+        if os.path.basename(name) not in built:
+            files.add(name[:-2] + ".c" if name.endswith(".o") else name)
+    return files, built
 
 
 def check_files(tree, meta, errors):
@@ -333,11 +338,12 @@ def check_files(tree, meta, errors):
                 errors.append(f"files: provides.{name}.{key} {extension[key]!r} is missing")
     if not tree.exists("Makefile"):
         return
-    inputs = makefile_inputs(tree.read("Makefile"))
+    inputs, built_scripts = makefile_inputs(tree.read("Makefile"))
     for path in sorted(inputs):
         if not tree.exists(path):
             errors.append(f"files: {path} (named in the Makefile) is missing")
-    installed_scripts = {os.path.basename(p) for p in inputs if p.endswith(".sql") and tree.exists(p)}
+    installed_scripts = built_scripts | {
+        os.path.basename(p) for p in inputs if p.endswith(".sql") and tree.exists(p)}
     for name, extension in provides.items():
         controls = [p for p in inputs if os.path.basename(p) == name + ".control"]
         if not controls:

@@ -125,6 +125,8 @@ CASES = [
     ("control file missing", drop_file("extension/jobqueue.control"), "extension/jobqueue.control"),
     ("C source missing", drop_file("extension/src/api/push.c"), "extension/src/api/push.c (named in the Makefile) is missing"),
     ("header missing", drop_file("extension/src/exec/exec.h"), "extension/src/exec/exec.h (named in the Makefile) is missing"),
+    ("part of the router's built install script missing", drop_file("extension/router/parts/push.sql"),
+     "extension/router/parts/push.sql (named in the Makefile) is missing"),
     ("upgrade script missing", drop_file("extension/scripts/jobqueue--1.6--1.7.sql"),
      "the installed SQL scripts do not reach jobqueue 1.7"),
     ("Makefile missing", drop_file("Makefile"), "Makefile is missing"),

@@ -747,6 +747,9 @@ def main(raw, versions=None):
         ("batch push (100/call), 1 client vs floor batched INSERT", "push.batch.c1", "push.batch_floor.c1", ">=", 0.8),
         ("drain one job/claim, 8 workers vs floor UPDATE+DELETE", "drain1.ours.w8", "drain1.floor.w8", ">=", 0.85),
         ("drain one job/claim, 8 workers vs plain-sql", "drain1.ours.w8", "drain1.plain.w8", ">=", 1.25),
+        ("sustained one-job drain, 8 workers vs floor UPDATE+DELETE", "drain1s.ours.w8", "drain1s.floor.w8",
+         ">=", 0.85),
+        ("sustained one-job drain, 8 workers vs plain-sql", "drain1s.ours.w8", "drain1s.plain.w8", ">=", 1.25),
         ("batched drain, 8 workers vs our one-job drain, 8 workers", "drainb.ours.w8", "drain1.ours.w8", ">=", 8),
         ("batched drain, 8 workers vs PgQ consumer (issue 31)", "drainb.ours.w8", "drainb.pgq.c1", ">=", 0.5),
         ("depth: claim+complete at deep backlog vs shallow (time)", "depth.deep", "depth.shallow", "<=", 1.2),
@@ -873,6 +876,14 @@ def main(raw, versions=None):
             w(f"| | | | | {r:.2f}× plain-sql |")
         pgmqref_rows("2 drain 1/claim", wk, "pgmq-shaped read(qty 1)+delete", f"drain1.pgmqref.w{wk}",
                      f"drain1.ours.w{wk}", "jobqueue reserve+delete")
+    row("2s drain 1/claim, sustained", "floor UPDATE+DELETE", 8, "drain1s.floor.w8", None, "ref")
+    row("2s drain 1/claim, sustained", "plain-sql SKIP LOCKED", 8, "drain1s.plain.w8", "drain1s.floor.w8", "floor")
+    row("2s drain 1/claim, sustained", "jobqueue reserve+delete", 8, "drain1s.ours.w8", "drain1s.floor.w8", "floor")
+    r = ratio(f.med("drain1s.ours.w8"), f.med("drain1s.plain.w8"))
+    if r is not None:
+        w(f"| | | | | {r:.2f}× plain-sql |")
+    pgmqref_rows("2s drain 1/claim, sustained", 8, "pgmq-shaped read(qty 1)+delete", "drain1s.pgmqref.w8",
+                 "drain1s.ours.w8", "jobqueue reserve+delete")
     row("3 drain batched", "PgQ consumer (batches of 100)", 1, "drainb.pgq.c1", None, "ref")
     for wk in (2, 8):
         row("3 drain batched", "jobqueue reserve 100 + delete_many", wk, f"drainb.ours.w{wk}",

@@ -21,7 +21,7 @@
 #             waiting workers for 40 s instead of 120 s (about 4 minutes on
 #             an idle machine).
 #   --only=NAME[,NAME...]
-#             run only these scenarios: push drain1 drainb depth churn held
+#             run only these scenarios: push drain1 drain1s drainb depth churn held
 #             latency cold_plan steady worker dashboard flow idle waiting peers
 #             (the report's rows of the others, and the ratios that need them,
 #             are n/a).  peers: pg-boss and jobqueue through node-postgres
@@ -37,7 +37,7 @@ BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH/.." && pwd)
 
 MODE=full
-SCENARIOS="push drain1 drainb depth churn held latency cold_plan steady worker dashboard flow idle waiting peers"
+SCENARIOS="push drain1 drain1s drainb depth churn held latency cold_plan steady worker dashboard flow idle waiting peers"
 ONLY=
 SOAK=0          # 1: --soak, 2: --soak-compare
 for arg in "$@"; do

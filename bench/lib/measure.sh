@@ -106,15 +106,16 @@ fill_queue() {   # n [priority] [delay]
     wait "$pid"
 }
 
-# drain_prepare SYSTEM: a fresh backlog of BACKLOG jobs in that system's table
-drain_prepare() {   # system
+# drain_prepare SYSTEM [JOBS]: a fresh backlog of JOBS (BACKLOG) jobs in that system's table
+drain_prepare() {   # system [jobs]
+    local n=${2:-$BACKLOG}
     qq -c "TRUNCATE queue_jobs, floor_jobs, plain_jobs, pgmqref.q_bench"
     case $1 in
-        ours) fill_queue "$BACKLOG" ;;
-        floor) qq -c "SELECT bench_fill_floor($BACKLOG)" \
+        ours) fill_queue "$n" ;;
+        floor) qq -c "SELECT bench_fill_floor($n)" \
                   -c "SELECT setval('floor_claim_seq', (SELECT min(id) FROM floor_jobs), false)" ;;
-        plain) qq -c "SELECT bench_fill_plain($BACKLOG)" ;;
-        pgmqref) qq -c "SELECT bench_fill_pgmqref($BACKLOG)" ;;
+        plain) qq -c "SELECT bench_fill_plain($n)" ;;
+        pgmqref) qq -c "SELECT bench_fill_pgmqref($n)" ;;
     esac
     settle
 }

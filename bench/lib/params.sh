@@ -8,6 +8,8 @@ if [[ $MODE == quick ]]; then
     DEEP_READY=200000 # ready jobs of the deep backlog
     CHURN_JOBS=30000  # jobs per churn round
     BACKLOG=30000     # drain scenarios start from this many jobs
+    SUSTAINED_SECS=5  # sustained one-job drain: its length
+    SUSTAINED_BACKLOG=60000 # and its backlog (more than 8 workers drain in that time)
     BATCH_CALLS=200   # claim calls of 100 in a batched drain
     HELD_ONE_CLAIMS=4000 # held snapshot: claims of one job in a one-job drain
     STEADY_SECS=20    # length of each steady load
@@ -24,6 +26,8 @@ else
     DEEP_READY=1000000
     CHURN_JOBS=200000
     BACKLOG=100000
+    SUSTAINED_SECS=15
+    SUSTAINED_BACKLOG=300000
     BATCH_CALLS=800
     HELD_ONE_CLAIMS=8000
     STEADY_SECS=60

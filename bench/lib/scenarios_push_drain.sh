@@ -84,6 +84,27 @@ scenario_drain1() {
     done
 }
 
+# ============================================================= 2s. drain, one job per claim, sustained
+# Scenario 2's loop at 8 workers for SUSTAINED_SECS from SUSTAINED_BACKLOG
+# jobs: workers drain for minutes, not for the 3 s after a VACUUM that
+# scenario 2 measures.  A claim that walks past the index entries of the
+# jobs claimed since the last VACUUM slows down as they pile up; one that
+# does not, keeps its pace.
+scenario_drain1s() {
+    log "2s. sustained one-job drain, 8 workers, $SUSTAINED_SECS s from $SUSTAINED_BACKLOG jobs (ours, floor, plain-sql, pgmq-shaped)"
+    for rep in $(seq 1 "$REPS"); do
+        for sys in ours floor plain pgmqref; do
+            drain_prepare "$sys" "$SUSTAINED_BACKLOG"
+            before=$(count "$(table_of $sys)")
+            pgb "drain1s.$sys.w8.r$rep" 8 -T "$SUSTAINED_SECS" -f "$BENCH/scripts/$(script_of $sys)"
+            after=$(count "$(table_of $sys)")
+            # a backlog drained dry would time idle claims too
+            (( after > 0 )) || echo "warning: drain1s.$sys ran out of jobs: raise SUSTAINED_BACKLOG" >&2
+            rec "drain1s.$sys.w8" "$(calc "($before - $after) / $PGB_SECS")"
+        done
+    done
+}
+
 # ============================================================= 3. drain, batched
 # Claim 100 per call, complete them in one call; BATCH_CALLS calls in all
 # (x100 jobs) from a backlog of 100,000.  PgQ: one consumer reads the same

@@ -65,6 +65,19 @@ scenario_push() {
 }
 
 # ============================================================= 2. drain, one job per claim
+# drain_run KEY REP SYSTEM WORKERS SECS JOBS: a fresh backlog of JOBS, one
+# timed one-job drain of SYSTEM, its jobs/s recorded as KEY (run REP)
+drain_run() {
+    local key=$1 rep=$2 sys=$3 workers=$4 secs=$5 jobs=$6 before after
+    drain_prepare "$sys" "$jobs"
+    before=$(count "$(table_of "$sys")")
+    pgb "$key.r$rep" "$workers" -T "$secs" -f "$BENCH/scripts/$(script_of "$sys")"
+    after=$(count "$(table_of "$sys")")
+    # a backlog drained dry would time idle claims too
+    (( after > 0 )) || echo "warning: $key ran out of jobs: raise its backlog" >&2
+    rec "$key" "$(calc "($before - $after) / $PGB_SECS")"
+}
+
 # A backlog of 100,000; N workers each claim one job and complete it, in
 # two transactions (claim commits, then the completion commits), for SECS.
 # pgmq-shaped: read('bench', 60, 1), then delete of the message read.
@@ -73,11 +86,7 @@ scenario_drain1() {
     for rep in $(seq 1 "$REPS"); do
         for w in 2 8; do
             for sys in ours floor plain pgmqref; do
-                drain_prepare "$sys"
-                before=$(count "$(table_of $sys)")
-                pgb "drain1.$sys.w$w.r$rep" "$w" -T "$SECS" -f "$BENCH/scripts/$(script_of $sys)"
-                after=$(count "$(table_of $sys)")
-                rec "drain1.$sys.w$w" "$(calc "($before - $after) / $PGB_SECS")"
+                drain_run "drain1.$sys.w$w" "$rep" "$sys" "$w" "$SECS" "$BACKLOG"
                 if [[ $sys == ours && $rep == 1 ]]; then explain_claim "drain1-w$w-after"; fi
             done
         done
@@ -94,13 +103,7 @@ scenario_drain1s() {
     log "2s. sustained one-job drain, 8 workers, $SUSTAINED_SECS s from $SUSTAINED_BACKLOG jobs (ours, floor, plain-sql, pgmq-shaped)"
     for rep in $(seq 1 "$REPS"); do
         for sys in ours floor plain pgmqref; do
-            drain_prepare "$sys" "$SUSTAINED_BACKLOG"
-            before=$(count "$(table_of $sys)")
-            pgb "drain1s.$sys.w8.r$rep" 8 -T "$SUSTAINED_SECS" -f "$BENCH/scripts/$(script_of $sys)"
-            after=$(count "$(table_of $sys)")
-            # a backlog drained dry would time idle claims too
-            (( after > 0 )) || echo "warning: drain1s.$sys ran out of jobs: raise SUSTAINED_BACKLOG" >&2
-            rec "drain1s.$sys.w8" "$(calc "($before - $after) / $PGB_SECS")"
+            drain_run "drain1s.$sys.w8" "$rep" "$sys" 8 "$SUSTAINED_SECS" "$SUSTAINED_BACKLOG"
         done
     done
 }

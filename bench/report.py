@@ -867,23 +867,20 @@ def main(raw, versions=None):
             "push.sync_floor.c8", "floor")
         row("1 push, synchronous_commit=on", "queue_push, wake-ups off", 8, "push.sync_quiet.c8",
             "push.sync_floor.c8", "floor")
-    for wk in (2, 8):
-        row("2 drain 1/claim", "floor UPDATE+DELETE", wk, f"drain1.floor.w{wk}", None, "ref")
-        row("2 drain 1/claim", "plain-sql SKIP LOCKED", wk, f"drain1.plain.w{wk}", f"drain1.floor.w{wk}", "floor")
-        row("2 drain 1/claim", "jobqueue reserve+delete", wk, f"drain1.ours.w{wk}", f"drain1.floor.w{wk}", "floor")
-        r = ratio(f.med(f"drain1.ours.w{wk}"), f.med(f"drain1.plain.w{wk}"))
+    def one_job_drain_rows(scen, prefix, wk):
+        """A one-job drain's figures: the floor, plain-sql and ours against both, the pgmq-shaped one."""
+        row(scen, "floor UPDATE+DELETE", wk, f"{prefix}.floor.w{wk}", None, "ref")
+        row(scen, "plain-sql SKIP LOCKED", wk, f"{prefix}.plain.w{wk}", f"{prefix}.floor.w{wk}", "floor")
+        row(scen, "jobqueue reserve+delete", wk, f"{prefix}.ours.w{wk}", f"{prefix}.floor.w{wk}", "floor")
+        r = ratio(f.med(f"{prefix}.ours.w{wk}"), f.med(f"{prefix}.plain.w{wk}"))
         if r is not None:
             w(f"| | | | | {r:.2f}× plain-sql |")
-        pgmqref_rows("2 drain 1/claim", wk, "pgmq-shaped read(qty 1)+delete", f"drain1.pgmqref.w{wk}",
-                     f"drain1.ours.w{wk}", "jobqueue reserve+delete")
-    row("2s drain 1/claim, sustained", "floor UPDATE+DELETE", 8, "drain1s.floor.w8", None, "ref")
-    row("2s drain 1/claim, sustained", "plain-sql SKIP LOCKED", 8, "drain1s.plain.w8", "drain1s.floor.w8", "floor")
-    row("2s drain 1/claim, sustained", "jobqueue reserve+delete", 8, "drain1s.ours.w8", "drain1s.floor.w8", "floor")
-    r = ratio(f.med("drain1s.ours.w8"), f.med("drain1s.plain.w8"))
-    if r is not None:
-        w(f"| | | | | {r:.2f}× plain-sql |")
-    pgmqref_rows("2s drain 1/claim, sustained", 8, "pgmq-shaped read(qty 1)+delete", "drain1s.pgmqref.w8",
-                 "drain1s.ours.w8", "jobqueue reserve+delete")
+        pgmqref_rows(scen, wk, "pgmq-shaped read(qty 1)+delete", f"{prefix}.pgmqref.w{wk}",
+                     f"{prefix}.ours.w{wk}", "jobqueue reserve+delete")
+
+    for wk in (2, 8):
+        one_job_drain_rows("2 drain 1/claim", "drain1", wk)
+    one_job_drain_rows("2s drain 1/claim, sustained", "drain1s", 8)
     row("3 drain batched", "PgQ consumer (batches of 100)", 1, "drainb.pgq.c1", None, "ref")
     for wk in (2, 8):
         row("3 drain batched", "jobqueue reserve 100 + delete_many", wk, f"drainb.ours.w{wk}",

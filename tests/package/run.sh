@@ -12,6 +12,8 @@
 #      enough to build), with the system's PostgreSQL and a clean PATH: the
 #      packages of PostgreSQL JQ_PG_VERSION (default 15, Debian 12's; 17 and
 #      18 under scripts/test.sh --pg=N, in the Debian release that has N).
+#      Then, in another copy of the archive, an in-tree make followed by an
+#      out-of-tree one (VPATH, as pg_buildext builds) and its make install.
 #   3. the packages built are exactly those of tests/package/expected/, and
 #      each holds exactly the files listed there ("@PG@" is the version).
 #   4. a private copy of that PostgreSQL with every jobqueue file taken out:
@@ -151,6 +153,28 @@ else
         "$([[ $updated == t ]] && grep -qx "Package: $EXT_PACKAGE" "$SRC/debian/control" && echo t || echo f)" \
         "$(grep '^Package:' "$SRC/debian/control" | tr '\n' ' ')"
 fi
+
+# ------------------------------------------------------------ 2b. out of the tree
+# pg_buildext builds out of the tree (make -f SRC/Makefile VPATH=SRC), and a
+# developer's tree may already hold an in-tree build.  The out-of-tree build
+# must then make and install its own copy of every built file: make finds a
+# file that is up to date through VPATH and would otherwise install nothing
+# for it (jobqueue_router's script, built from its parts, is one).
+VSRC=$WORK/vpath-src/$DIST VBUILD=$WORK/vpath-build VROOT=$WORK/vpath-root
+ROUTER_SCRIPT=extension/router/jobqueue_router--1.0.sql
+vpath_make() { # vpath_make DIR ARGS...: at -O0, with this PostgreSQL's pg_config
+    make -C "$1" -j2 PROFILE=-O0 PG_CONFIG="$SYSTEM_PG_LIB/bin/pg_config" "${@:2}" >> "$OUT/vpath.log" 2>&1
+}
+mkdir -p "$VBUILD" && unzip -q "$ZIP" -d "$WORK/vpath-src" \
+    && vpath_make "$VSRC" \
+    && vpath_make "$VBUILD" -f "$VSRC/Makefile" VPATH="$VSRC" install DESTDIR="$VROOT"
+vpath_rc=$?
+installed=$VROOT$SYSTEM_PG_SHARE/extension/$(basename "$ROUTER_SCRIPT")
+check "an out-of-tree build after an in-tree one builds and installs (make -f, VPATH; log: build/package/vpath.log)" \
+    "$([[ $vpath_rc == 0 ]] && echo t || echo f)" "$(tail -n 5 "$OUT/vpath.log")"
+check "  ... its own $ROUTER_SCRIPT, the same as the in-tree one" \
+    "$([[ -f $VBUILD/$ROUTER_SCRIPT && -f $installed ]] && cmp -s "$installed" "$VSRC/$ROUTER_SCRIPT" \
+        && echo t || echo f)"
 
 VERSION=$(dpkg-parsechangelog -l "$SRC/debian/changelog" -S Version)
 ARCH=$(dpkg --print-architecture)

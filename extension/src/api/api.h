@@ -28,8 +28,9 @@ extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
 
 /* complete.c: finishing one claimed job, shared with the batch calls */
 extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error);
-extern bool ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
-						   text *error, List **wake_queues);
+extern void ReleaseClaimedMany(const JqCall *call, int count, const int64 *ids,
+							   const int64 *tokens, Interval *delay, text *error,
+							   List **wake_queues, bool *released);
 extern void ArgIdAndToken(FunctionCallInfo fcinfo, int64 *id, int64 *token);
 extern bool DeleteJobWithStatement(const JqCall *call, int64 id, int64 token);
 extern void NoteCompletedDirectly(const JqCall *call, text *queue, text *slot_key);

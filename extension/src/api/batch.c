@@ -723,6 +723,50 @@ ComparePairs(const void *a, const void *b)
 }
 
 /*
+ * The pairs (ids[i], tokens[i]) in id order, the order the batch calls lock
+ * jobs in (pairs of one id in the order given): returns where each came
+ * from, and sets *sorted_ids and *sorted_tokens.
+ */
+static PairAt *
+PairsInIdOrder(const int64 *ids, const int64 *tokens, int count, int64 **sorted_ids,
+			   int64 **sorted_tokens)
+{
+	PairAt	   *order = palloc(sizeof(PairAt) * Max(count, 1));
+
+	for (int i = 0; i < count; i++)
+		order[i] = (PairAt) {ids[i], i};
+	qsort(order, count, sizeof(PairAt), ComparePairs);
+	*sorted_ids = palloc(sizeof(int64) * Max(count, 1));
+	*sorted_tokens = palloc(sizeof(int64) * Max(count, 1));
+	for (int k = 0; k < count; k++)
+	{
+		(*sorted_ids)[k] = ids[order[k].position];
+		(*sorted_tokens)[k] = tokens[order[k].position];
+	}
+	return order;
+}
+
+/*
+ * The ids of the pairs done (done_in_id_order[k]: the k-th pair of
+ * PairsInIdOrder's order), in the order given.
+ */
+static Datum
+DoneIdsInGivenOrder(const int64 *ids, int count, const PairAt *order,
+					const bool *done_in_id_order)
+{
+	bool	   *done = palloc0(sizeof(bool) * Max(count, 1));
+	int64	   *result = palloc(sizeof(int64) * Max(count, 1));
+	int			done_count = 0;
+
+	for (int k = 0; k < count; k++)
+		done[order[k].position] = done_in_id_order[k];
+	for (int i = 0; i < count; i++)
+		if (done[i])
+			result[done_count++] = ids[i];
+	return Int8ArrayResult(result, done_count);
+}
+
+/*
  * queue_delete_many(ids, tokens) returns bigint[]: the ids completed, in the
  * order given.  Each job is fenced by its own token; a job is completed once
  * however many pairs name it.  Without the executor where the partitions
@@ -745,25 +789,13 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	text	  **queues;
 	text	  **slot_keys;
 	bool	   *done;
-	int64	   *result;
-	int			done_count = 0;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	if (count == 0)
 		return Int8ArrayResult(NULL, 0);
 
-	order = palloc(sizeof(PairAt) * count);
-	for (int i = 0; i < count; i++)
-		order[i] = (PairAt) {ids[i], i};
-	qsort(order, count, sizeof(PairAt), ComparePairs);
-	sorted_ids = palloc(sizeof(int64) * count);
-	sorted_tokens = palloc(sizeof(int64) * count);
-	for (int k = 0; k < count; k++)
-	{
-		sorted_ids[k] = ids[order[k].position];
-		sorted_tokens[k] = tokens[order[k].position];
-	}
+	order = PairsInIdOrder(ids, tokens, count, &sorted_ids, &sorted_tokens);
 	outcomes = palloc(sizeof(DirectOutcome) * count);
 	queues = palloc(sizeof(text *) * count);
 	slot_keys = palloc(sizeof(text *) * count);
@@ -773,26 +805,22 @@ jobqueue_delete_many(PG_FUNCTION_ARGS)
 	done = palloc0(sizeof(bool) * count);
 	for (int k = 0; k < count; k++)
 	{
-		int			at = order[k].position;
-
 		if (outcomes[k] == DIRECT_DONE)
 		{
 			NoteCompletedDirectly(&call, queues[k], slot_keys[k]);
-			done[at] = true;
+			done[k] = true;
 		}
 		else if (outcomes[k] == DIRECT_USE_STATEMENT)
-			done[at] = DeleteJobWithStatement(&call, sorted_ids[k], sorted_tokens[k]);
+			done[k] = DeleteJobWithStatement(&call, sorted_ids[k], sorted_tokens[k]);
 	}
-	result = palloc(sizeof(int64) * count);
-	for (int i = 0; i < count; i++)
-		if (done[i])
-			result[done_count++] = ids[i];
-	return Int8ArrayResult(result, done_count);
+	return DoneIdsInGivenOrder(ids, count, order, done);
 }
 
 /*
  * queue_release_many(ids, tokens, delay, error) returns bigint[]: the ids
- * released (or, with no attempts left, failed), in the order given.
+ * released (or, with no attempts left, failed), in the order given.  The
+ * jobs are released in id order (api/complete.c's ReleaseClaimedMany),
+ * each once however many pairs name it.
  */
 Datum
 jobqueue_release_many(PG_FUNCTION_ARGS)
@@ -803,28 +831,28 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	int			count;
 	Interval   *delay;
 	text	   *error;
-	int64	   *done;
-	int			done_count = 0;
+	PairAt	   *order;
+	int64	   *sorted_ids;
+	int64	   *sorted_tokens;
+	bool	   *released;
 	List	   *due_queues = NIL;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 3);
 	delay = ArgOptionalDelay(fcinfo, 2, "delay");
-	done = palloc(sizeof(int64) * Max(count, 1));
+	if (count == 0)
+		return Int8ArrayResult(NULL, 0);
 
+	order = PairsInIdOrder(ids, tokens, count, &sorted_ids, &sorted_tokens);
+	released = palloc(sizeof(bool) * count);
 	SPI_connect();
-	for (int i = 0; i < count; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (!ReleaseClaimed(&call, ids[i], tokens[i], delay, error, &due_queues))
-			continue;
-		done[done_count++] = ids[i];
-	}
+	ReleaseClaimedMany(&call, count, sorted_ids, sorted_tokens, delay, error, &due_queues,
+					   released);
 	WakeQueuesThatWantIt(&call, due_queues);
 	SPI_finish();
 
-	return Int8ArrayResult(done, done_count);
+	return DoneIdsInGivenOrder(ids, count, order, released);
 }
 
 /* queue_fail_many(ids, tokens, error) returns bigint[]: the ids failed. */

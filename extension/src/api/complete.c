@@ -229,23 +229,21 @@ jobqueue_delete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(DeleteJobWithStatement(&call, id, token));
 }
 
-/*
- * Release the claimed job (id, token) for another attempt after delay (NULL:
- * backoff).  Attempts are not touched: the claim counted this one.  A job
- * with no attempts left goes to the failed table instead.  Returns false
- * when the token is not the current claim's.  The job's queue is added to
- * *wake_queues when the job is due again right now (the caller may wake
- * the queue).  Must be called between SPI_connect and SPI_finish.
- */
-/* What a release decides from the claimed row (ReleaseDecided), and what it noted. */
+/* What a release noted of a job it released: to note it due again. */
+typedef struct ReleasedJob
+{
+	text	   *queue;			/* the job's (a copy) */
+	int32		priority;
+	TimestampTz available_at;	/* due again then */
+} ReleasedJob;
+
+/* What a release decides from a claimed row (ReleaseDecided). */
 typedef struct ReleaseChange
 {
 	const JqCall *call;
 	Interval   *delay;			/* NULL: backoff */
 	text	   *error;
-	text	   *queue;			/* out: the job's (a copy) */
-	int32		priority;		/* out */
-	TimestampTz available_at;	/* out: due again then */
+	ReleasedJob *released;		/* out: one for each pair */
 } ReleaseChange;
 
 /*
@@ -255,22 +253,23 @@ typedef struct ReleaseChange
  */
 static bool
 ReleaseDecided(TupleTableSlot *row, TupleTableSlot *updated, const PartitionShape *shape,
-			   void *arg)
+			   int pair, void *arg)
 {
 	ReleaseChange *release = arg;
+	ReleasedJob *job = &release->released[pair];
 	bool		isnull;
 	int32		attempts = DatumGetInt32(JobColumnValue(row, shape, JOB_COL_ATTEMPTS, &isnull));
 
 	if (attempts >= DatumGetInt32(JobColumnValue(row, shape, JOB_COL_MAX_ATTEMPTS, &isnull)))
 		return false;
-	release->queue = DatumGetTextPCopy(JobColumnValue(row, shape, JOB_COL_QUEUE, &isnull));
-	release->priority = DatumGetInt32(JobColumnValue(row, shape, JOB_COL_PRIORITY, &isnull));
-	release->available_at = QueueTimeAfter(release->call->now, release->delay != NULL ?
-										   release->delay : BackoffDelay(attempts));
+	job->queue = DatumGetTextPCopy(JobColumnValue(row, shape, JOB_COL_QUEUE, &isnull));
+	job->priority = DatumGetInt32(JobColumnValue(row, shape, JOB_COL_PRIORITY, &isnull));
+	job->available_at = QueueTimeAfter(release->call->now, release->delay != NULL ?
+									   release->delay : BackoffDelay(attempts));
 	SetJobColumn(updated, shape, JOB_COL_READY,
-				 BoolGetDatum(release->available_at <= release->call->now), false);
+				 BoolGetDatum(job->available_at <= release->call->now), false);
 	SetJobColumn(updated, shape, JOB_COL_AVAILABLE_AT,
-				 TimestampTzGetDatum(release->available_at), false);
+				 TimestampTzGetDatum(job->available_at), false);
 	SetJobColumn(updated, shape, JOB_COL_RESERVED_UNTIL, (Datum) 0, true);
 	SetJobColumn(updated, shape, JOB_COL_RESERVED_BY, (Datum) 0, true);
 	SetJobColumn(updated, shape, JOB_COL_TOKEN, (Datum) 0, true);
@@ -279,51 +278,29 @@ ReleaseDecided(TupleTableSlot *row, TupleTableSlot *updated, const PartitionShap
 }
 
 /*
- * ReleaseClaimed without the statements where it may (store/direct_update.c):
- * DIRECT_USE_STATEMENT when it may not, or on the job's last attempt.
+ * The released job id can run again at job->available_at: its queue goes
+ * to *wake_queues when that is now (the caller may wake the queue).
  */
-static DirectOutcome
-ReleaseDirectly(const JqCall *call, int64 id, int64 token, Interval *delay, text *error,
-				List **wake_queues)
+static void
+NoteReleased(const JqCall *call, int64 id, const ReleasedJob *job, List **wake_queues)
 {
-	ReleaseChange release = {.call = call, .delay = delay, .error = error};
-	ClaimedChange change = {.decide = ReleaseDecided, .arg = &release};
-	DirectOutcome outcome = UpdateClaimedDirectly(call, id, token, &change);
-	ClaimPosition position;
+	ClaimPosition position = {job->priority, job->available_at, id};
 
-	if (outcome != DIRECT_DONE)
-		return outcome;
-	NoteJobDueAt(release.available_at);	/* due again then; a deadline may come first */
-	position.priority = release.priority;
-	position.available_at = release.available_at;
-	position.id = id;
-	NoteJobCanRun(release.queue, &position,
-				  release.available_at <= call->now, JOB_RELEASED, JOB_WAKE_IF_WANTED, wake_queues);
-	return DIRECT_DONE;
+	NoteJobDueAt(job->available_at);	/* due again then; a deadline may come first */
+	NoteJobCanRun(job->queue, &position, job->available_at <= call->now, JOB_RELEASED,
+				  JOB_WAKE_IF_WANTED, wake_queues);
 }
 
-bool
-ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
-			   text *error, List **wake_queues)
+/* A release of the claimed job (id, token) by the statements (see ReleaseClaimedMany). */
+static bool
+ReleaseWithStatements(const JqCall *call, int64 id, int64 token, Interval *delay,
+					  text *error, List **wake_queues)
 {
 	Datum		args[5];
 	int32		attempts;
 	int32		max_attempts;
-	int32		priority;
-	text	   *queue;
-	TimestampTz available_at;
+	ReleasedJob job;
 	JobTable	table;
-	ClaimPosition position;
-
-	switch (ReleaseDirectly(call, id, token, delay, error, wake_queues))
-	{
-		case DIRECT_DONE:
-			return true;
-		case DIRECT_NOT_FOUND:
-			return false;
-		case DIRECT_USE_STATEMENT:
-			break;
-	}
 
 	/* Lock the claim first, so attempts cannot change under the decision. */
 	args[0] = Int64GetDatum(id);
@@ -332,8 +309,8 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 		return false;
 	attempts = SpiInt32(0, LOCKED_ATTEMPTS);
 	max_attempts = SpiInt32(0, LOCKED_MAX_ATTEMPTS);
-	queue = SpiTextCopy(0, LOCKED_QUEUE);
-	priority = SpiInt32(0, LOCKED_PRIORITY);
+	job.queue = SpiTextCopy(0, LOCKED_QUEUE);
+	job.priority = SpiInt32(0, LOCKED_PRIORITY);
 
 	if (attempts >= max_attempts)
 	{
@@ -342,20 +319,55 @@ ReleaseClaimed(const JqCall *call, int64 id, int64 token, Interval *delay,
 		return MoveClaimedToFailed(call, id, token, error);
 	}
 
-	available_at = QueueTimeAfter(call->now, delay != NULL ? delay : BackoffDelay(attempts));
-	NoteJobDueAt(available_at);	/* due again then; a deadline may come first */
-	args[2] = TimestampTzGetDatum(available_at);
+	job.available_at = QueueTimeAfter(call->now, delay != NULL ? delay : BackoffDelay(attempts));
+	args[2] = TimestampTzGetDatum(job.available_at);
 	args[3] = TimestampTzGetDatum(call->now);
 	args[4] = PointerGetDatum(error);
 	QueueExecuteOn(call, &statements[PLAN_RELEASE], table, args, NULL, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		return false;
-	position.priority = priority;
-	position.available_at = available_at;
-	position.id = id;
-	NoteJobCanRun(queue, &position, available_at <= call->now, JOB_RELEASED, JOB_WAKE_IF_WANTED,
-				  wake_queues);
+	NoteReleased(call, id, &job, wake_queues);
 	return true;
+}
+
+/*
+ * Release the claimed jobs of the pairs (ids[k], tokens[k]), count of them,
+ * ids ascending, for another attempt after delay (NULL: backoff); released[k]
+ * says whether pair k's job was released.  Attempts are not touched: the
+ * claim counted this one.  A job with no attempts left goes to the failed
+ * table instead (and counts as released).  A pair whose token is not the
+ * current claim's, or whose job an earlier pair released, releases
+ * nothing.  Without the executor where it may (store/direct_update.c),
+ * else by the statements.  The queues of the jobs due again right now are
+ * added to *wake_queues (the caller may wake them).  Must be called
+ * between SPI_connect and SPI_finish.
+ */
+void
+ReleaseClaimedMany(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
+				   Interval *delay, text *error, List **wake_queues, bool *released)
+{
+	ReleaseChange release = {.call = call, .delay = delay, .error = error};
+	ClaimedChange change = {.decide = ReleaseDecided, .arg = &release};
+	DirectOutcome *outcomes = palloc(sizeof(DirectOutcome) * Max(count, 1));
+
+	release.released = palloc0(sizeof(ReleasedJob) * Max(count, 1));
+	if (!UpdateClaimedManyDirectly(call, count, ids, tokens, &change, outcomes))
+		for (int k = 0; k < count; k++)
+			outcomes[k] = DIRECT_USE_STATEMENT;
+	for (int k = 0; k < count; k++)
+	{
+		released[k] = outcomes[k] == DIRECT_DONE;
+		if (released[k])
+			NoteReleased(call, ids[k], &release.released[k], wake_queues);
+		else if (outcomes[k] == DIRECT_USE_STATEMENT)
+		{
+			CHECK_FOR_INTERRUPTS();
+			released[k] = ReleaseWithStatements(call, ids[k], tokens[k], delay, error,
+												wake_queues);
+		}
+	}
+	pfree(release.released);
+	pfree(outcomes);
 }
 
 /* queue_release(id, token, delay, error); from 1.1 a job due now wakes its queue. */
@@ -376,7 +388,7 @@ Release(FunctionCallInfo fcinfo, JqApiVersion version)
 	error = ArgErrorText(fcinfo, 3);
 
 	SPI_connect();
-	released = ReleaseClaimed(&call, id, token, delay, error, &wake_queues);
+	ReleaseClaimedMany(&call, 1, &id, &token, delay, error, &wake_queues, &released);
 	if (JqCallSince(&call, JQ_API_1_1))
 		WakeQueuesThatWantIt(&call, wake_queues);
 	SPI_finish();
@@ -422,7 +434,7 @@ jobqueue_fail(PG_FUNCTION_ARGS)
 /* The extended row's new version (store/direct_update.c's decide): held until *arg. */
 static bool
 ExtendDecided(TupleTableSlot *row, TupleTableSlot *updated, const PartitionShape *shape,
-			  void *arg)
+			  int pair, void *arg)
 {
 	Datum		lease_end = TimestampTzGetDatum(*(TimestampTz *) arg);
 

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * direct_update.c
- *	  A claimed job changed by id and token without the executor (1.6):
- *	  queue_extend's new lease, queue_release's next attempt.
+ *	  Claimed jobs changed by id and token without the executor (1.6):
+ *	  queue_extend's new lease, queue_release's and queue_release_many's
+ *	  next attempt.
  *
  * As statements (api/complete.c) an extend is an UPDATE of the job's row
  * where id and token match, one partition at a time, and a release locks
@@ -24,6 +25,12 @@
  *   - the update is logical replication's apply's (constraints, every
  *     index, WAL, statistics); neither column of the partition key changes.
  *
+ * Many jobs (queue_release_many) share the partitions, their writes and
+ * one snapshot, and are changed in id order, the order every batch call
+ * locks jobs in, so that two calls naming the same jobs cannot deadlock.
+ * A job is changed once however many pairs name it: under the one
+ * snapshot a later pair would find the version already changed.
+ *
  * The direct way steps aside (DIRECT_USE_STATEMENT, nothing done) for a
  * schema before 1.3, a partition with an UPDATE trigger of the user's,
  * rules, forced row-level security or a stored generated column, and a
@@ -44,7 +51,7 @@
  * change leaves the job to the statements.
  */
 static bool
-BuildChangedRow(ClaimedPartition *partition, const ClaimedChange *change)
+BuildChangedRow(ClaimedPartition *partition, const ClaimedChange *change, int pair)
 {
 	TupleTableSlot *from = partition->slot;
 	TupleTableSlot *updated = partition->updated;
@@ -54,7 +61,7 @@ BuildChangedRow(ClaimedPartition *partition, const ClaimedChange *change)
 	ExecClearTuple(updated);
 	memcpy(updated->tts_values, from->tts_values, sizeof(Datum) * shape->natts);
 	memcpy(updated->tts_isnull, from->tts_isnull, sizeof(bool) * shape->natts);
-	if (!change->decide(from, updated, shape, change->arg))
+	if (!change->decide(from, updated, shape, pair, change->arg))
 	{
 		ExecClearTuple(updated);
 		return false;
@@ -66,7 +73,7 @@ BuildChangedRow(ClaimedPartition *partition, const ClaimedChange *change)
 /* Change the claimed row found in partition (see the header). */
 static DirectOutcome
 ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
-				  const ClaimedChange *change)
+				  const ClaimedChange *change, int pair)
 {
 	Relation	rel = partition->rel;
 	ItemPointerData tid = partition->slot->tts_tid;
@@ -77,7 +84,7 @@ ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
 		BeginPartitionWrite(&partition->write, partition->table, rel, snapshot, CMD_UPDATE);
 		partition->updated = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	}
-	if (!BuildChangedRow(partition, change))
+	if (!BuildChangedRow(partition, change, pair))
 		return DIRECT_USE_STATEMENT;
 	if (UpdatePartitionRow(&partition->write, rel, &tid, partition->updated, snapshot,
 						   false) == TM_Ok)
@@ -88,10 +95,72 @@ ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
 	outcome = LockClaimedRow(partition, &tid, snapshot, token, LockTupleNoKeyExclusive);
 	if (outcome != DIRECT_DONE)
 		return outcome;
-	if (!BuildChangedRow(partition, change))
+	if (!BuildChangedRow(partition, change, pair))
 		return DIRECT_USE_STATEMENT;
 	UpdateLockedRow(&partition->write, partition->slot, partition->updated);
 	return DIRECT_DONE;
+}
+
+/* Change pair's job in the first partition where its row holds token (see the header). */
+static DirectOutcome
+ChangeClaimed(ClaimedPartition partitions[3], int64 id, int64 token, Snapshot snapshot,
+			  const ClaimedChange *change, int pair)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		DirectOutcome outcome;
+
+		/* an update computes no stored generated column */
+		if (!ClaimedPartitionOpen(&partitions[i]) || !partitions[i].shape->update_usable)
+			return DIRECT_USE_STATEMENT;
+		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
+			continue;
+		outcome = ChangeInPartition(&partitions[i], token, snapshot, change, pair);
+		if (outcome == DIRECT_DONE)
+			NoteJobFoundIn(partitions[i].table);
+		ExecClearTuple(partitions[i].slot);
+		return outcome;
+	}
+	return DIRECT_NOT_FOUND;
+}
+
+/*
+ * Change the claimed jobs of the pairs (ids[k], tokens[k]), count of them,
+ * ids ascending, as change decides (see the header); outcomes[k] is
+ * DIRECT_DONE, DIRECT_NOT_FOUND (no row of the job holds the token, or an
+ * earlier pair changed the job: the statement would have changed nothing)
+ * or DIRECT_USE_STATEMENT (nothing done for the pair: the caller runs the
+ * statements).  Returns false, nothing done, when the direct way may not
+ * be taken at all.
+ */
+bool
+UpdateClaimedManyDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
+						  const ClaimedChange *change, DirectOutcome *outcomes)
+{
+	ClaimedPartition partitions[3];
+	Snapshot	snapshot;
+	bool		job_changed = false;	/* by an earlier pair of the same id */
+
+	if (!PrepareClaimedPartitions(call, CMD_UPDATE, partitions))
+		return false;
+	snapshot = BeginStatementSnapshot();
+	for (int k = 0; k < count; k++)
+	{
+		Assert(k == 0 || ids[k - 1] <= ids[k]);
+		CHECK_FOR_INTERRUPTS();
+		if (k > 0 && ids[k] != ids[k - 1])
+			job_changed = false;
+		if (job_changed)
+		{
+			outcomes[k] = DIRECT_NOT_FOUND;
+			continue;
+		}
+		outcomes[k] = ChangeClaimed(partitions, ids[k], tokens[k], snapshot, change, k);
+		job_changed = outcomes[k] == DIRECT_DONE;
+	}
+	EndStatementSnapshot(snapshot);
+	CloseClaimedPartitions(partitions);
+	return true;
 }
 
 /*
@@ -103,29 +172,9 @@ ChangeInPartition(ClaimedPartition *partition, int64 token, Snapshot snapshot,
 DirectOutcome
 UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token, const ClaimedChange *change)
 {
-	ClaimedPartition partitions[3];
-	Snapshot	snapshot;
-	DirectOutcome outcome = DIRECT_NOT_FOUND;
+	DirectOutcome outcome;
 
-	if (!PrepareClaimedPartitions(call, CMD_UPDATE, partitions))
+	if (!UpdateClaimedManyDirectly(call, 1, &id, &token, change, &outcome))
 		return DIRECT_USE_STATEMENT;
-	snapshot = BeginStatementSnapshot();
-	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
-	{
-		/* an update computes no stored generated column */
-		if (!ClaimedPartitionOpen(&partitions[i]) || !partitions[i].shape->update_usable)
-		{
-			outcome = DIRECT_USE_STATEMENT;
-			break;
-		}
-		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
-			continue;
-		outcome = ChangeInPartition(&partitions[i], token, snapshot, change);
-		if (outcome == DIRECT_DONE)
-			NoteJobFoundIn(partitions[i].table);
-		ExecClearTuple(partitions[i].slot);
-	}
-	EndStatementSnapshot(snapshot);
-	CloseClaimedPartitions(partitions);
 	return outcome;
 }

@@ -328,19 +328,23 @@ extern DirectOutcome LockClaimedRow(ClaimedPartition *partition, ItemPointer tid
 									Snapshot snapshot, int64 token, LockTupleMode mode);
 
 /*
- * store/direct_update.c: a claimed job changed by id and token.  decide
- * sets the columns of the new version ("updated", a copy of "row") or
- * returns false to leave the job to the statements.
+ * store/direct_update.c: claimed jobs changed by id and token.  decide
+ * sets the columns of the new version ("updated", a copy of "row") of the
+ * job of pair "pair" (its index in the ids given) or returns false to leave
+ * the job to the statements.
  */
 typedef struct ClaimedChange
 {
 	bool		(*decide) (TupleTableSlot *row, TupleTableSlot *updated,
-						   const PartitionShape *shape, void *arg);
+						   const PartitionShape *shape, int pair, void *arg);
 	void	   *arg;
 } ClaimedChange;
 
 extern DirectOutcome UpdateClaimedDirectly(const JqCall *call, int64 id, int64 token,
 										   const ClaimedChange *change);
+extern bool UpdateClaimedManyDirectly(const JqCall *call, int count, const int64 *ids,
+									  const int64 *tokens, const ClaimedChange *change,
+									  DirectOutcome *outcomes);
 
 /* The columns of queue_failed_jobs a failure writes (direct_delete.c) */
 typedef enum FailedColumn

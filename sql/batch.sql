@@ -460,6 +460,10 @@ SELECT pg_temp.remember();
 SELECT id AS t_id, token AS t_tok FROM queue_reserve('{rm_t_q}') \gset
 SELECT pg_temp.names(queue_release_many(ARRAY[:t_id, :t_id], ARRAY[:t_tok, :t_tok], '0')) AS released;
 SELECT attempts, ready FROM queue_jobs WHERE id = :t_id;
+-- ... and so is one named by a stale pair first, then by its current one
+SELECT id AS t_id, token AS t_tok FROM queue_reserve('{rm_t_q}') \gset
+SELECT pg_temp.names(queue_release_many(ARRAY[:t_id, :t_id], ARRAY[0, :t_tok], '0')) AS released;
+SELECT attempts, ready, token IS NULL AS no_token FROM queue_jobs WHERE id = :t_id;
 
 -- empty arrays: an empty array back
 SELECT queue_release_many('{}', '{}') AS empty_result;

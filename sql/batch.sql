@@ -525,6 +525,18 @@ SELECT pg_temp.remember();
 SELECT id AS e_id, token AS e_tok FROM queue_reserve('{fm_q}') \gset
 SELECT pg_temp.names(queue_fail_many(ARRAY[:e_id, :e_id], ARRAY[:e_tok, :e_tok], NULL)) AS failed;
 SELECT count(*) AS e_failed_rows FROM queue_failed_jobs WHERE id = :e_id;
+-- ... and so is one named by a stale pair first, then by its current one,
+-- in a batch whose other job comes first in the order given
+SELECT pg_temp.queued(queue_push('fm_f', queue => 'fm_q')) AS pushed;
+SELECT pg_temp.queued(queue_push('fm_g', queue => 'fm_q')) AS pushed;
+SELECT pg_temp.remember();
+CREATE TEMP TABLE fm_fg AS SELECT name, id, token FROM queue_reserve('{fm_q}', max_jobs => 2);
+SELECT id AS f_id, token AS f_tok FROM fm_fg WHERE name = 'fm_f' \gset
+SELECT id AS g_id, token AS g_tok FROM fm_fg WHERE name = 'fm_g' \gset
+SELECT pg_temp.names(queue_fail_many(ARRAY[:g_id, :f_id, :f_id], ARRAY[:g_tok, 0, :f_tok], 'x'))
+       AS failed;
+SELECT name, count(*) AS failed_rows FROM queue_failed_jobs WHERE id IN (:f_id, :g_id)
+GROUP BY name ORDER BY name;
 
 -- empty arrays: an empty array back
 SELECT queue_fail_many('{}', '{}') AS empty_result;

@@ -28,6 +28,8 @@ extern void NoteJobSpecDue(const JobSpec *job, TimestampTz now);
 
 /* complete.c: finishing one claimed job, shared with the batch calls */
 extern bool MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error);
+extern void MoveClaimedToFailedMany(const JqCall *call, int count, const int64 *ids,
+									const int64 *tokens, text *error, bool *failed);
 extern void ReleaseClaimedMany(const JqCall *call, int count, const int64 *ids,
 							   const int64 *tokens, Interval *delay, text *error,
 							   List **wake_queues, bool *released);

@@ -855,7 +855,11 @@ jobqueue_release_many(PG_FUNCTION_ARGS)
 	return DoneIdsInGivenOrder(ids, count, order, released);
 }
 
-/* queue_fail_many(ids, tokens, error) returns bigint[]: the ids failed. */
+/*
+ * queue_fail_many(ids, tokens, error) returns bigint[]: the ids failed, in
+ * the order given.  The jobs are failed in id order, each once however many
+ * pairs name it (api/complete.c's MoveClaimedToFailedMany).
+ */
 Datum
 jobqueue_fail_many(PG_FUNCTION_ARGS)
 {
@@ -864,22 +868,22 @@ jobqueue_fail_many(PG_FUNCTION_ARGS)
 	int64	   *tokens;
 	int			count;
 	text	   *error;
-	int64	   *done;
-	int			done_count = 0;
+	PairAt	   *order;
+	int64	   *sorted_ids;
+	int64	   *sorted_tokens;
+	bool	   *failed;
 
 	JqCallBeginWriting(&call, fcinfo, JQ_API_1_1);
 	count = ArgIdTokenArrays(fcinfo, &ids, &tokens);
 	error = ArgErrorText(fcinfo, 2);
-	done = palloc(sizeof(int64) * Max(count, 1));
+	if (count == 0)
+		return Int8ArrayResult(NULL, 0);
 
+	order = PairsInIdOrder(ids, tokens, count, &sorted_ids, &sorted_tokens);
+	failed = palloc(sizeof(bool) * count);
 	SPI_connect();
-	for (int i = 0; i < count; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (MoveClaimedToFailed(&call, ids[i], tokens[i], error))
-			done[done_count++] = ids[i];
-	}
+	MoveClaimedToFailedMany(&call, count, sorted_ids, sorted_tokens, error, failed);
 	SPI_finish();
 
-	return Int8ArrayResult(done, done_count);
+	return DoneIdsInGivenOrder(ids, count, order, failed);
 }

@@ -101,30 +101,12 @@ enum
 	LOCKED_ATTEMPTS = 1, LOCKED_MAX_ATTEMPTS, LOCKED_QUEUE, LOCKED_PRIORITY
 };
 
-/*
- * Move the claimed job (id, token) to the failed table: without the
- * executor where it may, else in one statement.  Returns false when the
- * token is not the current claim's.  Must be called between SPI_connect
- * and SPI_finish.
- */
-bool
-MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
+/* A move of the claimed job (id, token) to the failed table by the statement. */
+static bool
+MoveToFailedWithStatement(const JqCall *call, int64 id, int64 token, text *error)
 {
 	Datum		args[4];
 	JobTable	found;
-	text	   *queue;
-
-	/* without the statement where it may (store/direct_delete.c) */
-	switch (FailJobDirectly(call, id, token, error, call->now, &queue))
-	{
-		case DIRECT_DONE:
-			CountJobs(queue, JOB_FAILED, 1);
-			return true;
-		case DIRECT_NOT_FOUND:
-			return false;
-		case DIRECT_USE_STATEMENT:
-			break;
-	}
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
@@ -135,6 +117,49 @@ MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
 		return false;
 	CountJobsOfRows(2, JOB_FAILED);	/* RETURNING id, queue */
 	return true;
+}
+
+/*
+ * Move the claimed jobs of the pairs (ids[k], tokens[k]), count of them,
+ * ids ascending, to the failed table; failed[k] says whether pair k's job
+ * was moved (false when the token is not the current claim's, or an
+ * earlier pair moved the job).  Without the executor where it may
+ * (store/direct_delete.c), else by the statement.  Must be called between
+ * SPI_connect and SPI_finish.
+ */
+void
+MoveClaimedToFailedMany(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
+						text *error, bool *failed)
+{
+	DirectOutcome *outcomes = palloc(sizeof(DirectOutcome) * Max(count, 1));
+	text	  **queues = palloc(sizeof(text *) * Max(count, 1));
+
+	if (!FailJobsDirectly(call, count, ids, tokens, error, call->now, outcomes, queues))
+		for (int k = 0; k < count; k++)
+			outcomes[k] = DIRECT_USE_STATEMENT;
+	for (int k = 0; k < count; k++)
+	{
+		failed[k] = outcomes[k] == DIRECT_DONE;
+		if (failed[k])
+			CountJobs(queues[k], JOB_FAILED, 1);
+		else if (outcomes[k] == DIRECT_USE_STATEMENT)
+		{
+			CHECK_FOR_INTERRUPTS();
+			failed[k] = MoveToFailedWithStatement(call, ids[k], tokens[k], error);
+		}
+	}
+	pfree(outcomes);
+	pfree(queues);
+}
+
+/* MoveClaimedToFailedMany of one pair: whether the job was moved. */
+bool
+MoveClaimedToFailed(const JqCall *call, int64 id, int64 token, text *error)
+{
+	bool		failed;
+
+	MoveClaimedToFailedMany(call, 1, &id, &token, error, &failed);
+	return failed;
 }
 
 /*

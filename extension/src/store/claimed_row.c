@@ -211,3 +211,18 @@ LockClaimedRow(ClaimedPartition *partition, ItemPointer tid, Snapshot snapshot, 
 		return DIRECT_USE_STATEMENT;	/* moved to another partition, or ours */
 	return RowHoldsToken(partition, token) ? DIRECT_DONE : DIRECT_NOT_FOUND;
 }
+
+/*
+ * Whether an earlier pair of pair k's job (ids ascending: the pairs just
+ * before k with the same id) was done.  A batch changes or removes a job
+ * once however many pairs name it: under the batch's one snapshot a later
+ * pair would still find the version the earlier one replaced.
+ */
+bool
+EarlierPairDone(const int64 *ids, const DirectOutcome *outcomes, int k)
+{
+	for (int j = k - 1; j >= 0 && ids[j] == ids[k]; j--)
+		if (outcomes[j] == DIRECT_DONE)
+			return true;
+	return false;
+}

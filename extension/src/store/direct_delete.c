@@ -136,6 +136,7 @@ typedef struct FailedRow
 	AttrNumber	attnum[NUM_FAILED_COLUMNS];
 	text	   *error;			/* the worker's ('' : none given) */
 	TimestampTz failed_at;
+	PartitionWrite write;		/* the failed table's, begun at its first row */
 } FailedRow;
 
 static bool BuildFailedRow(FailedRow *failed, TupleTableSlot *job, const PartitionShape *shape);
@@ -426,55 +427,75 @@ OpenFailedTable(const JqCall *call, FailedRow *failed)
 static void
 InsertFailedRow(FailedRow *failed, Snapshot snapshot)
 {
-	PartitionWrite write = {0};
+	PartitionWrite *write = &failed->write;
 
-	BeginPartitionWrite(&write, JOBS_ALL, failed->rel, snapshot, CMD_INSERT);
+	if (write->estate == NULL)
+		BeginPartitionWrite(write, JOBS_ALL, failed->rel, snapshot, CMD_INSERT);
 	if (failed->rel->rd_att->constr != NULL)
-		ExecConstraints(write.result, failed->slot, write.estate);
-	table_tuple_insert(failed->rel, failed->slot, write.estate->es_output_cid, 0, NULL);
-	InsertRowIndexEntries(&write, failed->slot, false, false);
-	EndPartitionWrite(&write);
+		ExecConstraints(write->result, failed->slot, write->estate);
+	table_tuple_insert(failed->rel, failed->slot, write->estate->es_output_cid, 0, NULL);
+	InsertRowIndexEntries(write, failed->slot, false, false);
+}
+
+/* Fail pair's job in the first partition where its row holds token (see the header). */
+static DirectOutcome
+FailClaimed(ClaimedPartition partitions[3], FailedRow *failed, int64 id, int64 token,
+			Snapshot snapshot, text **queue)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		DirectOutcome outcome;
+
+		if (!ClaimedPartitionOpen(&partitions[i]))
+			return DIRECT_USE_STATEMENT;
+		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
+			continue;
+		outcome = DeleteFoundRow(&partitions[i], id, token, snapshot, queue, NULL, failed);
+		if (outcome == DIRECT_DONE)
+		{
+			NoteJobFoundIn(partitions[i].table);
+			InsertFailedRow(failed, snapshot);
+		}
+		return outcome;
+	}
+	return DIRECT_NOT_FOUND;
 }
 
 /*
- * Move the claimed job (id, token) to queue_failed_jobs with error (''
- * for none) at failed_at, as the failure's statement does (see the
- * header): DIRECT_DONE (its queue in *queue), DIRECT_NOT_FOUND (no row of
- * the job holds the token) or DIRECT_USE_STATEMENT (nothing done).
+ * Move the claimed jobs of the pairs (ids[k], tokens[k]), count of them,
+ * ids ascending, to queue_failed_jobs with error ('' for none) at
+ * failed_at, as the failure's statement does (see the header), each job
+ * once however many pairs name it (EarlierPairDone), in id order:
+ * outcomes[k] is DIRECT_DONE (the job's queue in queues[k]),
+ * DIRECT_NOT_FOUND (no row of the job holds the token, or an earlier pair
+ * failed it) or DIRECT_USE_STATEMENT (nothing done for the pair).  Returns
+ * false, nothing done, when the direct way may not be taken at all.
  */
-DirectOutcome
-FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error, TimestampTz failed_at,
-				text **queue)
+bool
+FailJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *tokens,
+				 text *error, TimestampTz failed_at, DirectOutcome *outcomes, text **queues)
 {
 	ClaimedPartition partitions[3];
 	FailedRow	failed = {.error = error, .failed_at = failed_at};
 	Snapshot	snapshot;
-	DirectOutcome outcome = DIRECT_NOT_FOUND;
 
 	if (!PrepareClaimedPartitions(call, CMD_DELETE, partitions))
-		return DIRECT_USE_STATEMENT;
+		return false;
 	if (!OpenFailedTable(call, &failed))
-		return DIRECT_USE_STATEMENT;
+		return false;
 	snapshot = BeginStatementSnapshot();
-	for (int i = 0; i < 3 && outcome == DIRECT_NOT_FOUND; i++)
+	for (int k = 0; k < count; k++)
 	{
-		if (!ClaimedPartitionOpen(&partitions[i]))
-		{
-			outcome = DIRECT_USE_STATEMENT;
-			break;
-		}
-		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
-			continue;
-		outcome = DeleteFoundRow(&partitions[i], id, token, snapshot, queue, NULL, &failed);
-		if (outcome == DIRECT_DONE)
-		{
-			NoteJobFoundIn(partitions[i].table);
-			InsertFailedRow(&failed, snapshot);
-		}
+		Assert(k == 0 || ids[k - 1] <= ids[k]);
+		CHECK_FOR_INTERRUPTS();
+		outcomes[k] = EarlierPairDone(ids, outcomes, k) ? DIRECT_NOT_FOUND :
+			FailClaimed(partitions, &failed, ids[k], tokens[k], snapshot, &queues[k]);
 	}
+	if (failed.write.estate != NULL)
+		EndPartitionWrite(&failed.write);
 	EndStatementSnapshot(snapshot);
 	ExecDropSingleTupleTableSlot(failed.slot);
 	table_close(failed.rel, NoLock);
 	CloseClaimedPartitions(partitions);
-	return outcome;
+	return true;
 }

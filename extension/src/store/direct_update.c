@@ -27,9 +27,8 @@
  *
  * Many jobs (queue_release_many) share the partitions, their writes and
  * one snapshot, and are changed in id order, the order every batch call
- * locks jobs in, so that two calls naming the same jobs cannot deadlock.
- * A job is changed once however many pairs name it: under the one
- * snapshot a later pair would find the version already changed.
+ * locks jobs in, so that two calls naming the same jobs cannot deadlock;
+ * a job is changed once however many pairs name it (EarlierPairDone).
  *
  * The direct way steps aside (DIRECT_USE_STATEMENT, nothing done) for a
  * schema before 1.3, a partition with an UPDATE trigger of the user's,
@@ -139,7 +138,6 @@ UpdateClaimedManyDirectly(const JqCall *call, int count, const int64 *ids, const
 {
 	ClaimedPartition partitions[3];
 	Snapshot	snapshot;
-	bool		job_changed = false;	/* by an earlier pair of the same id */
 
 	if (!PrepareClaimedPartitions(call, CMD_UPDATE, partitions))
 		return false;
@@ -148,15 +146,8 @@ UpdateClaimedManyDirectly(const JqCall *call, int count, const int64 *ids, const
 	{
 		Assert(k == 0 || ids[k - 1] <= ids[k]);
 		CHECK_FOR_INTERRUPTS();
-		if (k > 0 && ids[k] != ids[k - 1])
-			job_changed = false;
-		if (job_changed)
-		{
-			outcomes[k] = DIRECT_NOT_FOUND;
-			continue;
-		}
-		outcomes[k] = ChangeClaimed(partitions, ids[k], tokens[k], snapshot, change, k);
-		job_changed = outcomes[k] == DIRECT_DONE;
+		outcomes[k] = EarlierPairDone(ids, outcomes, k) ? DIRECT_NOT_FOUND :
+			ChangeClaimed(partitions, ids[k], tokens[k], snapshot, change, k);
 	}
 	EndStatementSnapshot(snapshot);
 	CloseClaimedPartitions(partitions);

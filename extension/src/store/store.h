@@ -326,6 +326,7 @@ extern bool NextLookedUpRow(ClaimedPartition *partition, int64 *id);
 extern bool RowHoldsToken(ClaimedPartition *partition, int64 token);
 extern DirectOutcome LockClaimedRow(ClaimedPartition *partition, ItemPointer tid,
 									Snapshot snapshot, int64 token, LockTupleMode mode);
+extern bool EarlierPairDone(const int64 *ids, const DirectOutcome *outcomes, int k);
 
 /*
  * store/direct_update.c: claimed jobs changed by id and token.  decide
@@ -357,8 +358,9 @@ typedef enum FailedColumn
 /* The error a failure records when the worker gave none and none was recorded before. */
 #define FAILED_WITHOUT_ERROR "failed by the worker (no error given)"
 
-extern DirectOutcome FailJobDirectly(const JqCall *call, int64 id, int64 token, text *error,
-									 TimestampTz failed_at, text **queue);
+extern bool FailJobsDirectly(const JqCall *call, int count, const int64 *ids,
+							 const int64 *tokens, text *error, TimestampTz failed_at,
+							 DirectOutcome *outcomes, text **queues);
 
 extern bool DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids,
 							   const int64 *tokens, DirectOutcome *outcomes, text **queues,

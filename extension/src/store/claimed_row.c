@@ -30,14 +30,18 @@
 #include "utils/rel.h"
 
 /*
- * The three job partitions of the call, in ring.c's order (each locked
- * there, ACCESS SHARE, to the transaction's end), for event's writes.
+ * A call's work on claimed jobs begins: the three job partitions of the
+ * call, in ring.c's order (each locked there, ACCESS SHARE, to the
+ * transaction's end), for event's writes, and the one snapshot the call
+ * looks everything up under (*snapshot), taken as a statement's would be.
  * None is opened yet: a call opens one when it first looks in it
  * (ClaimedPartitionOpen), and most find their job in the first, the one
- * this backend last found a job in.  false for a schema before 1.3.
+ * this backend last found a job in.  false (nothing to end) for a schema
+ * before 1.3.
  */
 bool
-PrepareClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition partitions[3])
+BeginClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition partitions[3],
+					   Snapshot *snapshot)
 {
 	JobTable	tables[3];
 	Oid			relids[3];
@@ -53,6 +57,7 @@ PrepareClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition par
 		partitions[i].relid = relids[i];
 		partitions[i].state = CLAIMED_PARTITION_NOT_OPEN;
 	}
+	*snapshot = BeginStatementSnapshot();
 	return true;
 }
 
@@ -86,10 +91,15 @@ ClaimedPartitionOpen(ClaimedPartition *partition)
 	return true;
 }
 
-/* Close the partitions that were opened (their locks stay). */
+/*
+ * The call's work on claimed jobs is done: its snapshot ended (what follows
+ * in the transaction sees the work) and the partitions that were opened
+ * closed (their locks stay).
+ */
 void
-CloseClaimedPartitions(ClaimedPartition partitions[3])
+EndClaimedPartitions(ClaimedPartition partitions[3], Snapshot snapshot)
 {
+	EndStatementSnapshot(snapshot);
 	for (int i = 0; i < 3; i++)
 	{
 		if (partitions[i].state != CLAIMED_PARTITION_OPEN)

@@ -309,9 +309,8 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 	ClaimedPartition partitions[3];
 	Snapshot	snapshot;
 
-	if (!PrepareClaimedPartitions(call, CMD_DELETE, partitions))
+	if (!BeginClaimedPartitions(call, CMD_DELETE, partitions, &snapshot))
 		return false;
-	snapshot = BeginStatementSnapshot();
 	for (int j = 0; j < count; j++)
 	{
 		Assert(j == 0 || ids[j - 1] <= ids[j]);
@@ -321,8 +320,7 @@ DeleteJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 
 		if (!DeleteInPartition(&partitions[i], count, ids, tokens, snapshot, outcomes, queues,
 							   slot_keys))
 			break;
-	EndStatementSnapshot(snapshot);
-	CloseClaimedPartitions(partitions);
+	EndClaimedPartitions(partitions, snapshot);
 	return true;
 }
 
@@ -479,11 +477,13 @@ FailJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *t
 	FailedRow	failed = {.error = error, .failed_at = failed_at};
 	Snapshot	snapshot;
 
-	if (!PrepareClaimedPartitions(call, CMD_DELETE, partitions))
+	if (!BeginClaimedPartitions(call, CMD_DELETE, partitions, &snapshot))
 		return false;
 	if (!OpenFailedTable(call, &failed))
+	{
+		EndClaimedPartitions(partitions, snapshot);
 		return false;
-	snapshot = BeginStatementSnapshot();
+	}
 	for (int k = 0; k < count; k++)
 	{
 		Assert(k == 0 || ids[k - 1] <= ids[k]);
@@ -493,9 +493,8 @@ FailJobsDirectly(const JqCall *call, int count, const int64 *ids, const int64 *t
 	}
 	if (failed.write.estate != NULL)
 		EndPartitionWrite(&failed.write);
-	EndStatementSnapshot(snapshot);
 	ExecDropSingleTupleTableSlot(failed.slot);
 	table_close(failed.rel, NoLock);
-	CloseClaimedPartitions(partitions);
+	EndClaimedPartitions(partitions, snapshot);
 	return true;
 }

@@ -139,9 +139,8 @@ UpdateClaimedManyDirectly(const JqCall *call, int count, const int64 *ids, const
 	ClaimedPartition partitions[3];
 	Snapshot	snapshot;
 
-	if (!PrepareClaimedPartitions(call, CMD_UPDATE, partitions))
+	if (!BeginClaimedPartitions(call, CMD_UPDATE, partitions, &snapshot))
 		return false;
-	snapshot = BeginStatementSnapshot();
 	for (int k = 0; k < count; k++)
 	{
 		Assert(k == 0 || ids[k - 1] <= ids[k]);
@@ -149,8 +148,7 @@ UpdateClaimedManyDirectly(const JqCall *call, int count, const int64 *ids, const
 		outcomes[k] = EarlierPairDone(ids, outcomes, k) ? DIRECT_NOT_FOUND :
 			ChangeClaimed(partitions, ids[k], tokens[k], snapshot, change, k);
 	}
-	EndStatementSnapshot(snapshot);
-	CloseClaimedPartitions(partitions);
+	EndClaimedPartitions(partitions, snapshot);
 	return true;
 }
 

@@ -315,10 +315,10 @@ typedef struct ClaimedPartition
 	PartitionWrite write;		/* begun at its first change */
 } ClaimedPartition;
 
-extern bool PrepareClaimedPartitions(const JqCall *call, CmdType event,
-									 ClaimedPartition partitions[3]);
+extern bool BeginClaimedPartitions(const JqCall *call, CmdType event,
+								   ClaimedPartition partitions[3], Snapshot *snapshot);
 extern bool ClaimedPartitionOpen(ClaimedPartition *partition);
-extern void CloseClaimedPartitions(ClaimedPartition partitions[3]);
+extern void EndClaimedPartitions(ClaimedPartition partitions[3], Snapshot snapshot);
 extern bool FindClaimedRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot);
 extern void LookUpClaimedRows(ClaimedPartition *partition, const int64 *ids, int count,
 							  Snapshot snapshot);

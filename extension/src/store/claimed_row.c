@@ -64,8 +64,9 @@ BeginClaimedPartitions(const JqCall *call, CmdType event, ClaimedPartition parti
 /*
  * Open the partition (RowExclusiveLock kept to the transaction's end) with
  * its primary key, the first time it is looked in; false when the direct
- * way must leave it to the statement (store.c): the statement then looks
- * for the job in every partition.
+ * way must leave it to the statement (store.c; for updates also a stored
+ * generated column, which an update here would not compute): the
+ * statement then looks for the job in every partition.
  */
 bool
 ClaimedPartitionOpen(ClaimedPartition *partition)
@@ -83,8 +84,14 @@ ClaimedPartitionOpen(ClaimedPartition *partition)
 		partition->state = CLAIMED_PARTITION_LEFT_TO_STATEMENT;
 		return false;
 	}
-	partition->rel = rel;
 	partition->shape = ShapeOf(partition->table, rel);
+	if (partition->event == CMD_UPDATE && !partition->shape->update_usable)
+	{
+		table_close(rel, NoLock);
+		partition->state = CLAIMED_PARTITION_LEFT_TO_STATEMENT;
+		return false;
+	}
+	partition->rel = rel;
 	partition->primary_key = index_open(primary_key, AccessShareLock);
 	partition->slot = table_slot_create(rel, NULL);
 	partition->state = CLAIMED_PARTITION_OPEN;
@@ -128,6 +135,30 @@ PrimaryKeyScan(ClaimedPartition *partition, Snapshot snapshot)
 	if (partition->by_id == NULL)
 		partition->by_id = BeginIndexScan(partition->rel, partition->primary_key, snapshot, 1, 0);
 	return partition->by_id;
+}
+
+/*
+ * The partition whose row of job id holds the claim with token, looked for
+ * in the call's order (the row in its slot), or NULL with *outcome:
+ * DIRECT_NOT_FOUND (no row holds it) or DIRECT_USE_STATEMENT (a partition
+ * looked in is left to the statement, which looks in every one).
+ */
+ClaimedPartition *
+PartitionHoldingClaim(ClaimedPartition partitions[3], int64 id, int64 token, Snapshot snapshot,
+					  DirectOutcome *outcome)
+{
+	for (int i = 0; i < 3; i++)
+	{
+		if (!ClaimedPartitionOpen(&partitions[i]))
+		{
+			*outcome = DIRECT_USE_STATEMENT;
+			return NULL;
+		}
+		if (FindClaimedRow(&partitions[i], id, token, snapshot))
+			return &partitions[i];
+	}
+	*outcome = DIRECT_NOT_FOUND;
+	return NULL;
 }
 
 /*

@@ -440,23 +440,18 @@ static DirectOutcome
 FailClaimed(ClaimedPartition partitions[3], FailedRow *failed, int64 id, int64 token,
 			Snapshot snapshot, text **queue)
 {
-	for (int i = 0; i < 3; i++)
-	{
-		DirectOutcome outcome;
+	DirectOutcome outcome;
+	ClaimedPartition *partition = PartitionHoldingClaim(partitions, id, token, snapshot, &outcome);
 
-		if (!ClaimedPartitionOpen(&partitions[i]))
-			return DIRECT_USE_STATEMENT;
-		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
-			continue;
-		outcome = DeleteFoundRow(&partitions[i], id, token, snapshot, queue, NULL, failed);
-		if (outcome == DIRECT_DONE)
-		{
-			NoteJobFoundIn(partitions[i].table);
-			InsertFailedRow(failed, snapshot);
-		}
+	if (partition == NULL)
 		return outcome;
+	outcome = DeleteFoundRow(partition, id, token, snapshot, queue, NULL, failed);
+	if (outcome == DIRECT_DONE)
+	{
+		NoteJobFoundIn(partition->table);
+		InsertFailedRow(failed, snapshot);
 	}
-	return DIRECT_NOT_FOUND;
+	return outcome;
 }
 
 /*

@@ -105,22 +105,16 @@ static DirectOutcome
 ChangeClaimed(ClaimedPartition partitions[3], int64 id, int64 token, Snapshot snapshot,
 			  const ClaimedChange *change, int pair)
 {
-	for (int i = 0; i < 3; i++)
-	{
-		DirectOutcome outcome;
+	DirectOutcome outcome;
+	ClaimedPartition *partition = PartitionHoldingClaim(partitions, id, token, snapshot, &outcome);
 
-		/* an update computes no stored generated column */
-		if (!ClaimedPartitionOpen(&partitions[i]) || !partitions[i].shape->update_usable)
-			return DIRECT_USE_STATEMENT;
-		if (!FindClaimedRow(&partitions[i], id, token, snapshot))
-			continue;
-		outcome = ChangeInPartition(&partitions[i], token, snapshot, change, pair);
-		if (outcome == DIRECT_DONE)
-			NoteJobFoundIn(partitions[i].table);
-		ExecClearTuple(partitions[i].slot);
+	if (partition == NULL)
 		return outcome;
-	}
-	return DIRECT_NOT_FOUND;
+	outcome = ChangeInPartition(partition, token, snapshot, change, pair);
+	if (outcome == DIRECT_DONE)
+		NoteJobFoundIn(partition->table);
+	ExecClearTuple(partition->slot);
+	return outcome;
 }
 
 /*

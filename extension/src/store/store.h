@@ -320,6 +320,9 @@ extern bool BeginClaimedPartitions(const JqCall *call, CmdType event,
 extern bool ClaimedPartitionOpen(ClaimedPartition *partition);
 extern void EndClaimedPartitions(ClaimedPartition partitions[3], Snapshot snapshot);
 extern bool FindClaimedRow(ClaimedPartition *partition, int64 id, int64 token, Snapshot snapshot);
+extern ClaimedPartition *PartitionHoldingClaim(ClaimedPartition partitions[3], int64 id,
+											   int64 token, Snapshot snapshot,
+											   DirectOutcome *outcome);
 extern void LookUpClaimedRows(ClaimedPartition *partition, const int64 *ids, int count,
 							  Snapshot snapshot);
 extern bool NextLookedUpRow(ClaimedPartition *partition, int64 *id);

@@ -49,6 +49,7 @@ OBJS = \
 	extension/src/exec/call.o \
 	extension/src/exec/exec.o \
 	extension/src/exec/hotpath.o \
+	extension/src/exec/kept_ids.o \
 	extension/src/exec/results.o \
 	extension/src/exec/searchpath.o \
 	extension/src/exec/statements.o \

@@ -532,7 +532,7 @@ LoadOverviewStats(const JqCall *call, OverviewStats *stats)
 	stats->ntables = 0;
 	for (int t = JOBS_RING0; t <= JOBS_LONG; t++)
 	{
-		Oid			relid = get_relname_relid(JobTableName(t), call->schema);
+		Oid			relid = ExtensionRelid(call, JobTableName(t));
 		TableStats *table = &stats->jobs[stats->ntables];
 
 		if (!OidIsValid(relid))
@@ -543,7 +543,7 @@ LoadOverviewStats(const JqCall *call, OverviewStats *stats)
 		table->held = HeldShare(relid);
 		stats->ntables++;
 	}
-	stats->failed.relid = get_relname_relid("queue_failed_jobs", call->schema);
+	stats->failed.relid = ExtensionRelid(call, "queue_failed_jobs");
 	if (!OidIsValid(stats->failed.relid))
 		elog(ERROR, "jobqueue: queue_failed_jobs not found in the extension's schema");
 	stats->failed.rows = RowsNow(stats->failed.relid);

@@ -708,7 +708,7 @@ Reserve(FunctionCallInfo fcinfo, JqApiVersion version)
 			WaitForJobs(left_ms);
 		else
 			CHECK_FOR_INTERRUPTS();
-		call.now = QueueNow();
+		JqCallReadClock(&call);
 	}
 	if (waiting)
 		DoneWaitingForJobs();

@@ -161,7 +161,7 @@ static Oid
 RingPartition(const JqCall *call, int ring)
 {
 	char	   *name = psprintf("queue_jobs_ring%d", ring);
-	Oid			relid = get_relname_relid(name, call->schema);
+	Oid			relid = ExtensionRelid(call, name);
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,

@@ -53,6 +53,7 @@ typedef enum JqApiVersion
 /* settings.c: the queue's clock, and the payload limit */
 extern int	jobqueue_max_payload_bytes;
 extern void JobqueueDefineSettings(void);
+extern TimestampTz QueueNowAt(TimestampTz wall);
 extern TimestampTz QueueNow(void);
 extern bool QueueClockShifted(void);
 extern TimestampTz QueueTimeAfter(TimestampTz base, Interval *span);

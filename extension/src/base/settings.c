@@ -93,13 +93,18 @@ QueueClockShifted(void)
 	return clock_offset.month != 0 || clock_offset.day != 0 || clock_offset.time != 0;
 }
 
+/* The queue's clock at the wall-clock time "wall": wall plus the offset. */
+TimestampTz
+QueueNowAt(TimestampTz wall)
+{
+	if (clock_offset.month == 0 && clock_offset.day == 0 && clock_offset.time == 0)
+		return wall;
+	return QueueTimeAfter(wall, &clock_offset);
+}
+
 /* The queue's "now": the wall clock (not the transaction start) plus offset. */
 TimestampTz
 QueueNow(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
-
-	if (clock_offset.month == 0 && clock_offset.day == 0 && clock_offset.time == 0)
-		return now;
-	return QueueTimeAfter(now, &clock_offset);
+	return QueueNowAt(GetCurrentTimestamp());
 }

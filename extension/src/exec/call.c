@@ -34,9 +34,21 @@ JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version)
 {
 	call->fcinfo = fcinfo;
 	call->version = version;
-	call->schema = get_func_namespace(fcinfo->flinfo->fn_oid);
+	call->schema = FunctionSchema(fcinfo->flinfo->fn_oid);
 	call->quoted_schema = QueueSchemaQuoted(call->schema);
-	call->now = QueueNow();
+	JqCallReadClock(call);
+}
+
+/*
+ * The call's clocks, read once: the wall clock and the queue's (the wall
+ * clock shifted by jobqueue.clock_offset).  A long call (queue_reserve's
+ * wait) reads them again each round.
+ */
+void
+JqCallReadClock(JqCall *call)
+{
+	call->wall = GetCurrentTimestamp();
+	call->now = QueueNowAt(call->wall);
 }
 
 /*

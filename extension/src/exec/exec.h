@@ -28,12 +28,18 @@ typedef struct JqCall
 	Oid			schema;			/* the extension's: the function's namespace */
 	const char *quoted_schema;	/* for statements built at run time */
 	TimestampTz now;			/* the queue's clock at the call's start */
+	TimestampTz wall;			/* the wall clock then (the storage ring's, kept settings' age) */
 } JqCall;
 
 extern void JqCallBegin(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
 extern void JqCallBeginWriting(JqCall *call, FunctionCallInfo fcinfo, JqApiVersion version);
+extern void JqCallReadClock(JqCall *call);
 extern bool JqCallSince(const JqCall *call, JqApiVersion version);
 extern JqApiVersion InstalledApiVersion(void);
+
+/* kept_ids.c: catalog look-ups kept until the catalog changes */
+extern Oid	FunctionSchema(Oid function);
+extern Oid	ExtensionRelid(const JqCall *call, const char *name);
 
 /*
  * statements.c: the statement engine.  Each file that runs fixed

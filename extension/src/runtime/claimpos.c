@@ -145,15 +145,15 @@ TakeSlot(int i, const char *queue, TimestampTz now)
 
 /*
  * The slot of this database's queue, taking a free one, else the least
- * recently used one idle for MAX_AGE; -1 when none.  Mutex held.
+ * recently used one idle for MAX_AGE; -1 when none.  now: the clock, read
+ * by the caller before it took the mutex.  Mutex held.
  */
 static int
-FindSlot(const char *queue)
+FindSlot(const char *queue, TimestampTz now)
 {
 	uint32		start = hash_combine(hash_bytes_uint32(MyDatabaseId),
 									 hash_bytes((const unsigned char *) queue, strlen(queue)))
 		% POSITION_SLOTS;
-	TimestampTz now = GetCurrentTimestamp();
 	int			idlest = -1;
 
 	for (int probe = 0; probe < POSITION_SLOTS; probe++)
@@ -195,7 +195,7 @@ ReadClaimStart(text *queue, ClaimStart *start)
 
 	memset(start, 0, sizeof(ClaimStart));
 	SpinLockAcquire(&positions->mutex);
-	start->slot = FindSlot(name);
+	start->slot = FindSlot(name, now);
 	if (start->slot >= 0)
 	{
 		PositionSlot *slot = &positions->slots[start->slot];
@@ -276,6 +276,7 @@ void
 NoteClaimable(text *queue, const ClaimPosition *position)
 {
 	char	   *name;
+	TimestampTz now;
 	int			slot;
 	uint64		incarnation = 0;
 	ListCell   *cell;
@@ -285,8 +286,9 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 	if (positions == NULL)
 		return;
 	name = text_to_cstring(queue);
+	now = GetCurrentTimestamp();
 	SpinLockAcquire(&positions->mutex);
-	slot = FindSlot(name);
+	slot = FindSlot(name, now);
 	if (slot >= 0)
 		incarnation = positions->slots[slot].incarnation;
 	SpinLockRelease(&positions->mutex);
@@ -451,7 +453,8 @@ ClaimPositionsAtTransactionEnd(XactEvent event)
 		return;
 	if (pending_claims == NIL && pending_moves == NIL)
 		return;
-	now = GetCurrentTimestamp();
+	/* a claim's advance is stamped; a push's move back needs no clock */
+	now = pending_claims != NIL ? GetCurrentTimestamp() : 0;
 	SpinLockAcquire(&positions->mutex);
 	/* the claims first: this transaction's own moves may not be undone by them */
 	foreach(cell, pending_claims)

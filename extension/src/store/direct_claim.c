@@ -460,7 +460,7 @@ ClaimJobsDirectly(const JqCall *call, const ClaimRequest *request, ClaimedJob **
 		claim.lease_end = QueueTimeAfter(call->now, &settings.default_lease);
 	else
 		claim.lease_end = call->now + (TimestampTz) JQ_DEFAULT_LEASE_SECONDS * USECS_PER_SEC;
-	claim.tokens = get_relname_relid("queue_job_tokens", call->schema);
+	claim.tokens = ExtensionRelid(call, "queue_job_tokens");
 	claim.claimed = palloc(sizeof(ClaimedJob) * request->limit);
 	for (int p = 0; p < claim.searched; p++)
 		OpenPartitionScan(&claim.partitions[p], claim.partitions[p].shape->claim_index);

@@ -398,7 +398,7 @@ BuildFailedRow(FailedRow *failed, TupleTableSlot *job, const PartitionShape *sha
 static bool
 OpenFailedTable(const JqCall *call, FailedRow *failed)
 {
-	Oid			relid = get_relname_relid("queue_failed_jobs", call->schema);
+	Oid			relid = ExtensionRelid(call, "queue_failed_jobs");
 
 	if (!OidIsValid(relid))
 		return false;

@@ -65,7 +65,7 @@ OpenForDirectInsert(const JqCall *call, JobTable table, Relation *rel,
 
 	if (table == JOBS_ALL)
 		return false;
-	relid = get_relname_relid(JobTableName(table), call->schema);
+	relid = ExtensionRelid(call, JobTableName(table));
 	if (!OidIsValid(relid))
 		return false;
 	*rel = table_open(relid, RowExclusiveLock);
@@ -138,7 +138,7 @@ InsertRows(const JqCall *call, JobTable table, Relation rel, const PartitionShap
 {
 	PartitionWrite write;
 	TupleTableSlot **slots = palloc(sizeof(TupleTableSlot *) * count);
-	Oid			id_sequence = get_relname_relid("queue_jobs_id_seq", call->schema);
+	Oid			id_sequence = ExtensionRelid(call, "queue_jobs_id_seq");
 
 	/*
 	 * The rows of a batch share a copy of the partition's descriptor: each

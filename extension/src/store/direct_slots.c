@@ -126,7 +126,7 @@ LockRowWaiting(Relation rel, ItemPointer tid, Snapshot snapshot, TupleTableSlot 
 static int32
 ReadKeyLimit(const JqCall *call, text *queue, text *key)
 {
-	Relation	rel = table_open(get_relname_relid("queue_key_limits", call->schema),
+	Relation	rel = table_open(ExtensionRelid(call, "queue_key_limits"),
 								 AccessShareLock);
 	Relation	index = index_open(PrimaryKeyIndex(rel), AccessShareLock);
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
@@ -176,7 +176,7 @@ ReadKeyLimit(const JqCall *call, text *queue, text *key)
 DirectOutcome
 LockKeySlotsDirectly(const JqCall *call, text *queue, text *key, int32 *running, int32 *limit)
 {
-	Oid			relid = get_relname_relid("queue_key_slots", call->schema);
+	Oid			relid = ExtensionRelid(call, "queue_key_slots");
 	Relation	rel;
 	Relation	index;
 	IndexScanDesc scan;

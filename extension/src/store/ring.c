@@ -78,7 +78,7 @@ jobqueue_current_ring(PG_FUNCTION_ARGS)
 JobTable
 PushTable(const JqCall *call, Datum *ring)
 {
-	int			current = RingAt(GetCurrentTimestamp());
+	int			current = RingAt(call->wall);
 
 	*ring = Int16GetDatum((int16) current);
 	return JqCallSince(call, JQ_API_1_3) ? RingJobTable(current) : JOBS_ALL;
@@ -122,7 +122,7 @@ LockJobPartitions(const JqCall *call, JobTable order[3], Oid *relids)
 		}
 	for (int i = 0; i < 3; i++)
 	{
-		Oid			relid = get_relname_relid(JobTableName(order[i]), call->schema);
+		Oid			relid = ExtensionRelid(call, JobTableName(order[i]));
 
 		if (!OidIsValid(relid))
 			return false;
@@ -138,7 +138,7 @@ JobTable
 JobTableOfPartition(const JqCall *call, Oid relid)
 {
 	for (JobTable t = JOBS_RING0; t < NUM_JOB_TABLES; t++)
-		if (get_relname_relid(JobTableName(t), call->schema) == relid)
+		if (ExtensionRelid(call, JobTableName(t)) == relid)
 			return t;
 	return JOBS_ALL;
 }

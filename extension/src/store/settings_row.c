@@ -70,7 +70,7 @@ static void
 ReadQueueSettingsRow(const JqCall *call, text *queue, Snapshot snapshot,
 					 QueueSettingsRow *settings)
 {
-	Oid			relid = get_relname_relid("queue_settings", call->schema);
+	Oid			relid = ExtensionRelid(call, "queue_settings");
 	Relation	rel;
 	Relation	index;
 	IndexScanDesc scan;
@@ -139,7 +139,7 @@ ForgetKeptSettings(Datum arg, Oid relid)
 void
 KeptQueueSettings(const JqCall *call, text *queue, Snapshot snapshot, QueueSettingsRow *settings)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now = call->wall;
 	int			length = VARSIZE_ANY_EXHDR(queue);
 	KeptSettings *kept;
 
@@ -162,7 +162,7 @@ KeptQueueSettings(const JqCall *call, text *queue, Snapshot snapshot, QueueSetti
 		CacheRegisterRelcacheCallback(ForgetKeptSettings, (Datum) 0);
 		forget_registered = true;
 	}
-	kept_settings_relid = get_relname_relid("queue_settings", call->schema);
+	kept_settings_relid = ExtensionRelid(call, "queue_settings");
 	if (OidIsValid(kept_settings_relid) && length < JQ_QUEUE_NAME_BYTES)
 	{
 		kept = &kept_settings[next_kept];
@@ -191,7 +191,7 @@ KeptQueueWantsWakeups(const JqCall *call, text *queue, Snapshot snapshot)
 void
 ForgetQueueSettingsAtCommit(const JqCall *call)
 {
-	Oid			relid = get_relname_relid("queue_settings", call->schema);
+	Oid			relid = ExtensionRelid(call, "queue_settings");
 
 	if (OidIsValid(relid))
 		CacheInvalidateRelcacheByRelid(relid);

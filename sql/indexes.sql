@@ -51,6 +51,26 @@ SELECT pg_temp.check_indexes() AS indexes_checked;
 SELECT ready, deadline IS NOT NULL AS with_deadline, count(*) FROM queue_jobs WHERE queue = 'ixr'
 GROUP BY 1, 2 ORDER BY 1, 2;
 
+-- one-job pushes that need other indexes than the push before (a row's
+-- choice is kept for the next write into the partition, row_indexes.c):
+-- due, delayed, due, with a deadline, due, one more of each
+SELECT count(queue_push('a' || i, queue => 'ixa',
+                        delay => CASE WHEN i % 4 = 1 THEN interval '1 hour' END,
+                        deadline => CASE WHEN i % 4 = 3 THEN timestamptz '2999-01-01' END)) AS pushed
+FROM generate_series(0, 7) AS i;
+SELECT pg_temp.check_indexes() AS indexes_checked;
+SELECT ready, deadline IS NOT NULL AS with_deadline, count(*) FROM queue_jobs WHERE queue = 'ixa'
+GROUP BY 1, 2 ORDER BY 1, 2;
+-- an index created on the partition pushes go to, after pushes in this
+-- session kept their choice: the next push has an entry in it
+SELECT format('CREATE INDEX ixa_extra ON %s (name) WHERE ready', tableoid::regclass) AS create_extra
+FROM queue_jobs WHERE queue = 'ixa' AND name = 'a0' \gset
+:create_extra;
+SELECT queue_push('a-after-index', queue => 'ixa') > 0 AS pushed;
+SELECT pg_temp.check_indexes() AS indexes_checked;
+DROP INDEX ixa_extra;
+SELECT count(queue_delete(id, token)) AS completed FROM queue_reserve('{ixa}', max_jobs => 100);
+
 -- claims (every ready job; key-b waits), then each way out of a lease
 SELECT string_agg(name, ' ' ORDER BY name) AS claimed FROM queue_reserve('{ix}', max_jobs => 100);
 SELECT pg_temp.check_indexes() AS indexes_checked;

@@ -114,7 +114,7 @@ BeginPartitionWrite(PartitionWrite *write, JobTable table, Relation rel, Snapsho
 	write->result->ri_IndexRelationDescs = palloc(sizeof(Relation) * Max(write->index_count, 1));
 	write->result->ri_IndexRelationInfo = palloc(sizeof(IndexInfo *) * Max(write->index_count, 1));
 	write->result->ri_NumIndices = 0;
-	BeginRowIndexes(write);
+	BeginRowIndexes(write, rel);
 	if (event != CMD_INSERT)
 		CheckCmdReplicaIdentity(rel, event);
 }

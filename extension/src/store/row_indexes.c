@@ -9,11 +9,13 @@
  * of the write first needs an entry in it, which the predicate kept with
  * the partition's shape (shape.c) tells from the row alone.
  *
- * From a write's second row on, a row's choice is kept for the next one:
- * an index predicate is immutable, so a row whose values in the columns
- * the predicates read are the same (byte for byte) as the last row's needs
- * the same indexes.  The rows of a batch push, or of a claim of many,
- * mostly agree, and then none of the five predicates is evaluated again.
+ * A row's choice is kept for the next row, of this write or of a later
+ * one into the same partition (IndexChoice, kept with the shape): an
+ * index predicate is immutable, so a row whose values in the columns the
+ * predicates read are the same (byte for byte) as the last row's needs the
+ * same indexes.  The rows of a batch push, or of a claim of many, mostly
+ * agree, and so do one-job pushes one after another; then none of the five
+ * predicates is evaluated again.
  * A predicate evaluated here is not evaluated again by the executor's
  * helper that writes the entries: the index's description it is given,
  * kept with the shape too, has none (CopyKeptInfo).
@@ -47,64 +49,89 @@ CopyKeptInfo(const IndexInfo *kept)
 	return copy;
 }
 
+/* One more each time a choice is remembered, in any partition: 0 is none. */
+static uint64 rememberings = 0;
+
 /*
  * Get ready to choose write's indexes for its rows (BeginPartitionWrite
- * calls it, with the index list read): none known of the write yet.
+ * calls it, with the index list read): none known of the write yet; the
+ * choice kept with the partition's shape (none for queue_failed_jobs, or
+ * if the shape was not read for this relation), if it is of the same
+ * index list.
  */
 void
-BeginRowIndexes(PartitionWrite *write)
+BeginRowIndexes(PartitionWrite *write, Relation rel)
 {
+	IndexChoice *choice = write->table == JOBS_ALL ? NULL : ShapeIndexChoice(write->table, rel);
+
 	write->kept = palloc0(sizeof(KeptIndex *) * Max(write->index_count, 1));
-	write->rows_chosen = 0;
-	write->choice_column_count = -1;
-	write->remembered = false;
+	write->needs = palloc0(sizeof(bool) * Max(write->index_count, 1));
+	write->applied = 0;
+	write->choice = NULL;
+	if (choice == NULL)
+		return;
+	if (choice->index_oids == NULL)
+	{
+		choice->index_count = write->index_count;
+		choice->index_oids = MemoryContextAlloc(choice->context,
+												sizeof(Oid) * Max(write->index_count, 1));
+		memcpy(choice->index_oids, write->index_oids, sizeof(Oid) * write->index_count);
+	}
+	if (choice->index_count == write->index_count &&
+		memcmp(choice->index_oids, write->index_oids, sizeof(Oid) * write->index_count) == 0)
+		write->choice = choice;
 }
 
 /*
  * The columns a row's choice depends on: those the predicates of write's
- * indexes read.  Found at the write's second row, when its first has made
- * every index known; none (each row looked at alone) when one is not
- * known (queue_failed_jobs has no shape) or a predicate reads the whole row.
+ * indexes read, once its rows have made every index known (else left to a
+ * later row); none (each row looked at alone) when a predicate reads the
+ * whole row.  The choice's arrays go in the shape's memory.
  */
 static void
-FindChoiceColumns(PartitionWrite *write)
+FindChoiceColumns(IndexChoice *choice, const PartitionWrite *write)
 {
 	Bitmapset  *columns = NULL;
 	int			column = -1;
+	MemoryContext old;
 
-	write->choice_column_count = 0;
 	for (int i = 0; i < write->index_count; i++)
 	{
 		if (write->kept[i] == NULL)
 			return;
 		columns = bms_union(columns, write->kept[i]->columns);
 	}
+	choice->column_count = 0;
 	if (bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, columns))
 		return;
-	write->choice_columns = palloc(sizeof(AttrNumber) * Max(bms_num_members(columns), 1));
+	old = MemoryContextSwitchTo(choice->context);
+	choice->kept = palloc(sizeof(KeptIndex *) * Max(write->index_count, 1));
+	memcpy(choice->kept, write->kept, sizeof(KeptIndex *) * write->index_count);
+	choice->needs = palloc(sizeof(bool) * Max(write->index_count, 1));
+	choice->columns = palloc(sizeof(AttrNumber) * Max(bms_num_members(columns), 1));
 	while ((column = bms_next_member(columns, column)) >= 0)
-		write->choice_columns[write->choice_column_count++] =
-			column + FirstLowInvalidHeapAttributeNumber;
-	write->choice_values = palloc(sizeof(Datum) * Max(write->choice_column_count, 1));
-	write->choice_nulls = palloc(sizeof(bool) * Max(write->choice_column_count, 1));
+		choice->columns[choice->column_count++] = column + FirstLowInvalidHeapAttributeNumber;
+	choice->values = palloc0(sizeof(Datum) * Max(choice->column_count, 1));
+	choice->nulls = palloc(sizeof(bool) * Max(choice->column_count, 1));
+	MemoryContextSwitchTo(old);
 }
 
-/* Whether the row in slot has the last row's values in the columns the choice reads. */
+/* Whether the row in slot has the remembered row's values in the columns the choice reads. */
 static bool
-SameChoiceColumns(PartitionWrite *write, TupleTableSlot *slot)
+SameChoiceColumns(const IndexChoice *choice, TupleTableSlot *slot)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
 
-	if (!write->remembered)
+	if (choice->remembered == 0)
 		return false;
-	for (int c = 0; c < write->choice_column_count; c++)
+	for (int c = 0; c < choice->column_count; c++)
 	{
-		Form_pg_attribute attr = TupleDescAttr(desc, write->choice_columns[c] - 1);
+		Form_pg_attribute attr = TupleDescAttr(desc, choice->columns[c] - 1);
 		bool		isnull;
-		Datum		value = slot_getattr(slot, write->choice_columns[c], &isnull);
+		Datum		value = slot_getattr(slot, choice->columns[c], &isnull);
 
-		if (isnull != write->choice_nulls[c] ||
-			(!isnull && !datum_image_eq(value, write->choice_values[c], attr->attbyval,
+		if (isnull != choice->nulls[c] ||
+			(!isnull && !datum_image_eq(value, choice->values[c], attr->attbyval,
 										attr->attlen)))
 			return false;
 	}
@@ -112,26 +139,36 @@ SameChoiceColumns(PartitionWrite *write, TupleTableSlot *slot)
 }
 
 /*
- * Remember the values of the row in slot that its choice read (copies in
- * the write's memory, which goes with it).
+ * Remember the row in slot, the last that write chose indexes for, with
+ * the indexes it needs (write->needs): copies of its values in the
+ * shape's memory, replacing the last row's.
  */
 static void
-RememberChoiceColumns(PartitionWrite *write, TupleTableSlot *slot)
+RememberChoice(IndexChoice *choice, PartitionWrite *write, TupleTableSlot *slot)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
-	MemoryContext old = MemoryContextSwitchTo(write->estate->es_query_cxt);
+	MemoryContext old;
 
-	for (int c = 0; c < write->choice_column_count; c++)
+	if (choice->column_count < 0)
+		FindChoiceColumns(choice, write);
+	if (choice->column_count <= 0)
+		return;
+	old = MemoryContextSwitchTo(choice->context);
+	for (int c = 0; c < choice->column_count; c++)
 	{
-		Form_pg_attribute attr = TupleDescAttr(desc, write->choice_columns[c] - 1);
-		Datum		value = slot_getattr(slot, write->choice_columns[c],
-										 &write->choice_nulls[c]);
+		Form_pg_attribute attr = TupleDescAttr(desc, choice->columns[c] - 1);
+		bool		isnull;
+		Datum		value = slot_getattr(slot, choice->columns[c], &isnull);
 
-		write->choice_values[c] = write->choice_nulls[c] ? (Datum) 0 :
-			datumCopy(value, attr->attbyval, attr->attlen);
+		if (!attr->attbyval && choice->remembered != 0 && !choice->nulls[c])
+			pfree(DatumGetPointer(choice->values[c]));
+		choice->nulls[c] = isnull;
+		choice->values[c] = isnull ? (Datum) 0 : datumCopy(value, attr->attbyval, attr->attlen);
 	}
 	MemoryContextSwitchTo(old);
-	write->remembered = true;
+	memcpy(choice->needs, write->needs, sizeof(bool) * write->index_count);
+	choice->remembered = ++rememberings;
+	write->applied = choice->remembered;
 }
 
 /* Whether the row in slot satisfies the predicate of the index kept (none: it does). */
@@ -167,24 +204,34 @@ OpenRowIndex(PartitionWrite *write, int i)
 	write->infos[i] = CopyKeptInfo(write->kept[i]->checked_info);
 }
 
-/*
- * Make write's indexes (what the executor's helpers insert into) those the
- * row in slot needs, opening each the first time (see the header).
- */
-void
-UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot)
+/* Make write's indexes (what the executor's helpers insert into) those of write->needs. */
+static void
+UseNeededIndexes(PartitionWrite *write)
 {
 	ResultRelInfo *result = write->result;
 
-	if (write->rows_chosen++ == 1)
-		FindChoiceColumns(write);
-	if (write->choice_column_count > 0 && SameChoiceColumns(write, slot))
-		return;					/* the last row's indexes, still in result */
 	result->ri_NumIndices = 0;
 	for (int i = 0; i < write->index_count; i++)
 	{
-		bool		needs;
+		if (!write->needs[i])
+			continue;
+		if (write->opened[i] == NULL)
+			OpenRowIndex(write, i);
+		result->ri_IndexRelationDescs[result->ri_NumIndices] = write->opened[i];
+		result->ri_IndexRelationInfo[result->ri_NumIndices] = write->infos[i];
+		result->ri_NumIndices++;
+	}
+}
 
+/*
+ * Which indexes the row in slot needs (write->needs), by their predicates:
+ * each index known to the shape, or opened (and so made known) to be.
+ */
+static void
+ChooseIndexes(PartitionWrite *write, TupleTableSlot *slot)
+{
+	for (int i = 0; i < write->index_count; i++)
+	{
 		if (write->table != JOBS_ALL && write->kept[i] == NULL)
 			write->kept[i] = KeptIndexOf(write->table, write->index_oids[i]);
 		if (write->kept[i] == NULL)
@@ -192,20 +239,38 @@ UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot)
 			/* not known yet (or an index of queue_failed_jobs): opened to be known */
 			if (write->opened[i] == NULL)
 				OpenRowIndex(write, i);
-			needs = write->kept[i] == NULL || RowSatisfies(write, write->kept[i], slot);
+			write->needs[i] = write->kept[i] == NULL || RowSatisfies(write, write->kept[i], slot);
 		}
 		else
-		{
-			needs = RowSatisfies(write, write->kept[i], slot);
-			if (needs && write->opened[i] == NULL)
-				OpenRowIndex(write, i);
-		}
-		if (!needs)
-			continue;
-		result->ri_IndexRelationDescs[result->ri_NumIndices] = write->opened[i];
-		result->ri_IndexRelationInfo[result->ri_NumIndices] = write->infos[i];
-		result->ri_NumIndices++;
+			write->needs[i] = RowSatisfies(write, write->kept[i], slot);
 	}
-	if (write->choice_column_count > 0)
-		RememberChoiceColumns(write, slot);
+}
+
+/*
+ * Make write's indexes (what the executor's helpers insert into) those the
+ * row in slot needs, opening each the first time (see the header).
+ */
+void
+UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot)
+{
+	IndexChoice *choice = write->choice;
+
+	if (choice != NULL && SameChoiceColumns(choice, slot))
+	{
+		if (write->applied == choice->remembered)
+			return;				/* the remembered row's indexes, still in result */
+		for (int i = 0; i < write->index_count; i++)
+			if (write->kept[i] == NULL)
+				write->kept[i] = choice->kept[i];
+		memcpy(write->needs, choice->needs, sizeof(bool) * write->index_count);
+		write->applied = choice->remembered;
+	}
+	else
+	{
+		ChooseIndexes(write, slot);
+		write->applied = 0;
+		if (choice != NULL)
+			RememberChoice(choice, write, slot);
+	}
+	UseNeededIndexes(write);
 }

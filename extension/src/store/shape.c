@@ -206,6 +206,9 @@ ShapeOf(JobTable table, Relation rel)
 	old = MemoryContextSwitchTo(shape->context);
 	shape->natts = desc->natts;
 	shape->indexes = NIL;
+	memset(&shape->choice, 0, sizeof(IndexChoice));
+	shape->choice.context = shape->context;
+	shape->choice.column_count = -1;
 	for (int c = 0; c < NUM_JOB_COLUMNS; c++)
 		shape->attnum[c] = Max(SPI_fnumber(desc, job_column_names[c]), 0);
 	/* a push computes no generated column (direct_insert.c) */
@@ -261,6 +264,19 @@ void
 NoteBoundChecked(JobTable table, int ring)
 {
 	shapes[table].bound_checked_ring = ring;
+}
+
+/*
+ * The indexes the last row of a write into job table "table"'s partition
+ * rel needed (row_indexes.c), kept with its shape; NULL when the shape
+ * kept is not rel's (not read for it, or forgotten since).
+ */
+IndexChoice *
+ShapeIndexChoice(JobTable table, Relation rel)
+{
+	PartitionShape *shape = &shapes[table];
+
+	return shape->relid == RelationGetRelid(rel) ? &shape->choice : NULL;
 }
 
 /*

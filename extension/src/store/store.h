@@ -176,6 +176,36 @@ typedef enum JobColumn
 /* The columns every job partition has (1.3 on). */
 #define NUM_CORE_JOB_COLUMNS JOB_COL_CONCURRENCY_KEY
 
+/* An index of a partition, known to the direct writes: its predicate made once (NULL: not partial). */
+typedef struct KeptIndex
+{
+	Oid			index;
+	ExprState  *predicate;
+	Bitmapset  *columns;		/* those the predicate reads (pull_varattnos) */
+	IndexInfo  *checked_info;	/* its description, without the predicate (KeepIndex) */
+} KeptIndex;
+
+/*
+ * Which of a job partition's indexes the last row a write of the backend
+ * looked at needed, and that row's values in the columns the indexes'
+ * predicates read (row_indexes.c): kept with the partition's shape, in
+ * its memory, so that the next write's row of the same kind (the next
+ * push) needs no predicate evaluated.
+ */
+typedef struct IndexChoice
+{
+	MemoryContext context;		/* the shape's */
+	int			index_count;	/* the partition's indexes, in RelationGetIndexList's order */
+	Oid		   *index_oids;
+	const KeptIndex **kept;		/* by position, each known when the columns are found */
+	int			column_count;	/* -1: not found yet; 0: each row looked at alone */
+	AttrNumber *columns;		/* those the predicates read */
+	Datum	   *values;			/* the remembered row's */
+	bool	   *nulls;
+	bool	   *needs;			/* by position: whether the remembered row has an entry */
+	uint64		remembered;		/* which remembering (0: none; see RememberChoice) */
+} IndexChoice;
+
 typedef struct PartitionShape
 {
 	Oid			relid;			/* InvalidOid: not read yet, or forgotten */
@@ -199,21 +229,13 @@ typedef struct PartitionShape
 	bool		admit_usable;
 	Oid			key_waiting_index;
 	List	   *indexes;		/* of KeptIndex: those a write has needed (KeepIndex) */
+	IndexChoice choice;			/* the last row's indexes (row_indexes.c) */
 	MemoryContext context;		/* emptied each time the shape is read again */
 } PartitionShape;
 
 extern const PartitionShape *ShapeOf(JobTable table, Relation rel);
 extern void NoteBoundChecked(JobTable table, int ring);
-
-/* An index of a partition, known to the direct writes: its predicate made once (NULL: not partial). */
-typedef struct KeptIndex
-{
-	Oid			index;
-	ExprState  *predicate;
-	Bitmapset  *columns;		/* those the predicate reads (pull_varattnos) */
-	IndexInfo  *checked_info;	/* its description, without the predicate (KeepIndex) */
-} KeptIndex;
-
+extern IndexChoice *ShapeIndexChoice(JobTable table, Relation rel);
 extern const KeptIndex *KeptIndexOf(JobTable table, Oid index);
 extern const KeptIndex *KeepIndex(JobTable table, Relation index);
 extern void SetJobColumn(TupleTableSlot *slot, const PartitionShape *shape, JobColumn column,
@@ -253,12 +275,9 @@ typedef struct PartitionWrite
 	IndexInfo **infos;
 	/* which indexes a row needs (row_indexes.c) */
 	const KeptIndex **kept;		/* NULL: not known (yet) */
-	int			rows_chosen;
-	int			choice_column_count;	/* -1: not found yet; 0: each row looked at alone */
-	AttrNumber *choice_columns; /* those the kept predicates read */
-	Datum	   *choice_values;	/* the last row's, when remembered */
-	bool	   *choice_nulls;
-	bool		remembered;
+	bool	   *needs;			/* by position: whether the row at hand has an entry there */
+	IndexChoice *choice;		/* the partition shape's; NULL: none (queue_failed_jobs) */
+	uint64		applied;		/* the choice's remembering the result's indexes are (0: none) */
 } PartitionWrite;
 
 extern bool TextsEqual(text *a, text *b);
@@ -280,7 +299,7 @@ pg_noreturn extern void ReportMovedRow(void);
 extern void EndPartitionWrite(PartitionWrite *write);
 
 /* store/row_indexes.c: the indexes a row has entries in */
-extern void BeginRowIndexes(PartitionWrite *write);
+extern void BeginRowIndexes(PartitionWrite *write, Relation rel);
 extern void UseIndexesOfRow(PartitionWrite *write, TupleTableSlot *slot);
 
 /* store/direct_delete.c: completions without the executor */

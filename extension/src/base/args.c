@@ -260,6 +260,9 @@ CheckNonNegativeInterval(Interval *span, const char *argname)
 {
 	Interval	zero = {0, 0, 0};
 
+	/* no part negative (a push's default delay): not negative, without the comparison */
+	if (span->month >= 0 && span->day >= 0 && span->time >= 0)
+		return;
 	if (IntervalCompare(span, &zero) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

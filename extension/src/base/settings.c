@@ -81,6 +81,9 @@ JobqueueDefineSettings(void)
 TimestampTz
 QueueTimeAfter(TimestampTz base, Interval *span)
 {
+	/* no span (a push's default delay, the unshifted clock): base itself */
+	if (span->month == 0 && span->day == 0 && span->time == 0)
+		return base;
 	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 												   TimestampTzGetDatum(base),
 												   PointerGetDatum(span)));
@@ -97,8 +100,6 @@ QueueClockShifted(void)
 TimestampTz
 QueueNowAt(TimestampTz wall)
 {
-	if (clock_offset.month == 0 && clock_offset.day == 0 && clock_offset.time == 0)
-		return wall;
 	return QueueTimeAfter(wall, &clock_offset);
 }
 

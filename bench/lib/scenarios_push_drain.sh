@@ -12,6 +12,39 @@ scenario_push() {
         if [[ $MODE == full ]]; then qq -c "CHECKPOINT"; fi
         pgb "$key.r$rep" "$clients" -T "$SECS" -f "$BENCH/scripts/$script" "$@"
     }
+    # the one push and the batch push each right beside the same rows
+    # written by hand into plain_jobs (INSERT ... RETURNING id): a table of
+    # our shape with its claim index (what a second index costs every
+    # INSERT); the batch is the shape of pgmq's send_batch.  Beside, so that
+    # the machine's drift between runs (at 1 client a push is one round
+    # trip, and SELECT 1 alone moves by a quarter between rounds) falls on
+    # both alike; which of the two goes first alternates between rounds.
+    push_pair() {   # clients rep
+        local c=$1 first=push second=plain
+        (( $2 % 2 == 0 )) && first=plain second=push
+        for side in $first $second; do
+            if [[ $side == push ]]; then
+                push_run "push.notify.c$c" "$c" push.sql
+                rec "push.notify.c$c" "$PGB_TPS"
+            else
+                push_run "push.plain.c$c" "$c" plain_insert.sql
+                rec "push.plain.c$c" "$PGB_TPS"
+            fi
+        done
+    }
+    batch_pair() {   # clients rep; batches of 100: rows per second = calls per second * 100
+        local c=$1 first=push second=plain
+        (( $2 % 2 == 0 )) && first=plain second=push
+        for side in $first $second; do
+            if [[ $side == push ]]; then
+                push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
+                rec "push.batch.c$c" "$(calc "$PGB_TPS * 100")"
+            else
+                push_run "push.batch_plain.c$c" "$c" plain_insert_many.sql -D "jobs=$JOBS100"
+                rec "push.batch_plain.c$c" "$(calc "$PGB_TPS * 100")"
+            fi
+        done
+    }
     for rep in $(seq 1 "$REPS"); do
         for c in 1 8; do
             push_run "push.select1.c$c" "$c" select1.sql
@@ -19,24 +52,14 @@ scenario_push() {
             push_run "push.floor.c$c" "$c" floor_insert.sql
             rec "push.floor.c$c" "$PGB_TPS"
             qq -c "SELECT queue_set_notify('default', true)"
-            push_run "push.notify.c$c" "$c" push.sql
-            rec "push.notify.c$c" "$PGB_TPS"
+            push_pair "$c" "$rep"
             qq -c "SELECT queue_set_notify('default', false)"
             push_run "push.quiet.c$c" "$c" push.sql
             rec "push.quiet.c$c" "$PGB_TPS"
             qq -c "SELECT queue_set_notify('default', true)"
-            # batches of 100: rows per second = calls per second * 100
             push_run "push.batch_floor.c$c" "$c" floor_insert_many.sql -D "jobs=$JOBS100"
             rec "push.batch_floor.c$c" "$(calc "$PGB_TPS * 100")"
-            push_run "push.batch.c$c" "$c" push_many.sql -D "jobs=$JOBS100"
-            rec "push.batch.c$c" "$(calc "$PGB_TPS * 100")"
-            # the same rows into plain_jobs, as a user writes them by hand (INSERT ...
-            # RETURNING id): a table of our shape with its claim index (what a second
-            # index costs every INSERT); the batch is the shape of pgmq's send_batch
-            push_run "push.plain.c$c" "$c" plain_insert.sql
-            rec "push.plain.c$c" "$PGB_TPS"
-            push_run "push.batch_plain.c$c" "$c" plain_insert_many.sql -D "jobs=$JOBS100"
-            rec "push.batch_plain.c$c" "$(calc "$PGB_TPS * 100")"
+            batch_pair "$c" "$rep"
             # the pgmq-shaped reference (sql/setup.sql): send of the same
             # payload, and send_batch of the same 100 payloads as a jsonb[]
             push_run "push.pgmqref.c$c" "$c" pgmqref_send.sql

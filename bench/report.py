@@ -148,6 +148,25 @@ def ratio(a, b):
     return a / b
 
 
+# The figures run.sh measures right beside each other in every round
+# (scenario_push's push_pair and batch_pair): their rounds' own ratios are
+# printed beside the goal's (which stays the ratio of the medians), since
+# they leave out the machine's drift from round to round.
+SIDE_BY_SIDE = {(f"push.{ours}.c{c}", f"push.{ref}.c{c}")
+                for c in (1, 8) for ours, ref in (("notify", "plain"), ("batch", "batch_plain"))}
+
+
+def paired_text(f, a, b):
+    """ " (rounds: median, min–max)" of a's and b's round-by-round ratios, or "" """
+    if (a, b) not in SIDE_BY_SIDE:
+        return ""
+    va, vb = f.values(a), f.values(b)
+    if len(va) != len(vb) or len(va) < 2 or 0 in vb:
+        return ""
+    rounds = [x / y for x, y in zip(va, vb)]
+    return f" (rounds {statistics.median(rounds):.2f}×, {min(rounds):.2f}–{max(rounds):.2f})"
+
+
 # ---------------------------------------------------------------- new-queue scenarios
 STEADY_RUNS = (("quiet", "jobqueue, NOTIFY off"), ("notify", "jobqueue, NOTIFY on"),
                ("plain", "plain-sql SKIP LOCKED"), ("runtime", "jobqueue, worker runtime, NOTIFY off"))
@@ -803,8 +822,9 @@ def main(raw, versions=None):
             ok = None if r is None else (r >= target if op == ">=" else r <= target)
             mark = "n/a" if ok is None else ("met" if ok else "**missed**")
             target_text = f"{op} {target}×"
+        ratio_text = "n/a" if r is None else f"{r:.2f}×{paired_text(f, a, b)}"
         w(f"| {label} | {fmt(va, units.get(a, ''))} | {fmt(vb, units.get(b, ''))} | "
-          f"{'n/a' if r is None else f'{r:.2f}×'} | {target_text} | {mark} |")
+          f"{ratio_text} | {target_text} | {mark} |")
     for label, v, target in (("latency with NOTIFY wake-ups, p50", lat_p50, 2.0),
                              ("latency with NOTIFY wake-ups, p99", lat_p99, 10.0),
                              ("latency with the shared-memory wait, p50", shm_p50, 1.0),

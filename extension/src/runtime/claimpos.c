@@ -145,15 +145,14 @@ TakeSlot(int i, const char *queue, TimestampTz now)
 
 /*
  * The slot of this database's queue, taking a free one, else the least
- * recently used one idle for MAX_AGE; -1 when none.  now: the clock, read
- * by the caller before it took the mutex.  Mutex held.
+ * recently used one idle for MAX_AGE; -1 when none.  hash (QueueSlotHash)
+ * and now (the clock): read by the caller before it took the mutex.
+ * Mutex held.
  */
 static int
-FindSlot(const char *queue, TimestampTz now)
+FindSlot(const char *queue, uint32 hash, TimestampTz now)
 {
-	uint32		start = hash_combine(hash_bytes_uint32(MyDatabaseId),
-									 hash_bytes((const unsigned char *) queue, strlen(queue)))
-		% POSITION_SLOTS;
+	uint32		start = hash % POSITION_SLOTS;
 	int			idlest = -1;
 
 	for (int probe = 0; probe < POSITION_SLOTS; probe++)
@@ -191,11 +190,12 @@ void
 ReadClaimStart(text *queue, ClaimStart *start)
 {
 	char	   *name = text_to_cstring(queue);
+	uint32		hash = QueueSlotHash(MyDatabaseId, name);
 	TimestampTz now = GetCurrentTimestamp();
 
 	memset(start, 0, sizeof(ClaimStart));
 	SpinLockAcquire(&positions->mutex);
-	start->slot = FindSlot(name, now);
+	start->slot = FindSlot(name, hash, now);
 	if (start->slot >= 0)
 	{
 		PositionSlot *slot = &positions->slots[start->slot];
@@ -276,6 +276,7 @@ void
 NoteClaimable(text *queue, const ClaimPosition *position)
 {
 	char	   *name;
+	uint32		hash;
 	TimestampTz now;
 	int			slot;
 	uint64		incarnation = 0;
@@ -286,9 +287,10 @@ NoteClaimable(text *queue, const ClaimPosition *position)
 	if (positions == NULL)
 		return;
 	name = text_to_cstring(queue);
+	hash = QueueSlotHash(MyDatabaseId, name);
 	now = GetCurrentTimestamp();
 	SpinLockAcquire(&positions->mutex);
-	slot = FindSlot(name, now);
+	slot = FindSlot(name, hash, now);
 	if (slot >= 0)
 		incarnation = positions->slots[slot].incarnation;
 	SpinLockRelease(&positions->mutex);

@@ -138,13 +138,13 @@ CountJobsOfRows(int column, JobEvent event)
 /*
  * The slot of (database, queue): found, or else taken (the first dropped
  * slot on the way, or the free one that ends the probe), or the overflow
- * slot when all are taken.  Spinlock held.
+ * slot when all are taken.  hash: QueueSlotHash(database, queue), computed
+ * before the spinlock was taken.  Spinlock held.
  */
 static CounterSlot *
-SlotLocked(Oid database, const char *queue)
+SlotLocked(Oid database, const char *queue, uint32 hash)
 {
-	uint32		start = hash_combine(database, hash_bytes((const unsigned char *) queue,
-														  strlen(queue))) % COUNTER_SLOTS;
+	uint32		start = hash % COUNTER_SLOTS;
 	CounterSlot *reusable = NULL;
 
 	for (int probe = 0; probe < COUNTER_SLOTS; probe++)
@@ -179,9 +179,10 @@ static void
 AddCounts(const char *queue, const int64 *counts)
 {
 	CounterSlot *slot;
+	uint32		hash = QueueSlotHash(MyDatabaseId, queue);
 
 	SpinLockAcquire(&counters->mutex);
-	slot = SlotLocked(MyDatabaseId, queue);
+	slot = SlotLocked(MyDatabaseId, queue, hash);
 	for (int e = 0; e < JOB_EVENT_KINDS; e++)
 		slot->counts[e] += (uint64) counts[e];
 	SpinLockRelease(&counters->mutex);

@@ -135,14 +135,13 @@ FindSender(Oid database)
 /*
  * The slot of (database, queue), taking a free one if it has none (or one
  * whose queue nobody needs: nothing pending, nobody skipping, notified
- * long ago, as good as new); -1 if none.  Mutex held.
+ * long ago, as good as new); -1 if none.  hash: QueueSlotHash(database,
+ * queue), computed before the mutex was taken.  Mutex held.
  */
 static int
-FindQueueSlot(Oid database, const char *queue, TimestampTz now)
+FindQueueSlot(Oid database, const char *queue, uint32 hash, TimestampTz now)
 {
-	uint32		start = hash_combine(hash_bytes_uint32(database),
-									 hash_bytes((const unsigned char *) queue, strlen(queue)))
-		% QUEUE_SLOTS;
+	uint32		start = hash % QUEUE_SLOTS;
 	int			reusable = -1;
 
 	for (int probe = 0; probe < QUEUE_SLOTS; probe++)
@@ -211,6 +210,7 @@ static bool
 MaySkipNotify(const char *queue)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	uint32		hash = QueueSlotHash(MyDatabaseId, queue);
 	ListCell   *cell;
 	int			sender;
 	int			slot = -1;
@@ -246,7 +246,7 @@ MaySkipNotify(const char *queue)
 	}
 	else if (notifier->senders[sender].state == SENDER_RUNNING)
 	{
-		slot = FindQueueSlot(MyDatabaseId, queue, now);
+		slot = FindQueueSlot(MyDatabaseId, queue, hash, now);
 		if (slot >= 0)
 		{
 			QueueSlot  *q = &notifier->queues[slot];

@@ -22,6 +22,7 @@
 /* shmem.c: the shared memory segments of the concerns that keep state there */
 extern void RegisterSharedSegment(const char *name, Size size, void **pointer,
 								  void (*fill) (void *segment));
+extern uint32 QueueSlotHash(Oid database, const char *queue);
 
 /* counters.c: what happened to each queue's jobs, counted at commit (preload) */
 typedef enum JobEvent

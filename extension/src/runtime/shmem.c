@@ -15,6 +15,7 @@
  */
 #include "runtime/runtime.h"
 
+#include "common/hashfn.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -87,4 +88,19 @@ RegisterSharedSegment(const char *name, Size size, void **pointer, void (*fill) 
 	segments[segment_count].pointer = pointer;
 	segments[segment_count].fill = fill;
 	segment_count++;
+}
+
+/*
+ * Where the probe for a queue's slot starts (modulo the table's size) in
+ * the shared tables keyed by database and queue name: the claim positions,
+ * the counters and the notifier's queues.  Each caller hashes the name
+ * before it takes the table's spinlock, which is then held for the probe
+ * alone: with more backends than cores a holder can lose its core, and
+ * every other pushing backend then spins and sleeps behind it.
+ */
+uint32
+QueueSlotHash(Oid database, const char *queue)
+{
+	return hash_combine(hash_bytes_uint32(database),
+						hash_bytes((const unsigned char *) queue, strlen(queue)));
 }

@@ -77,12 +77,19 @@ JobqueueDefineSettings(void)
 							NULL, NULL, NULL);
 }
 
+/* Whether span is zero in each of its parts (months, days, time). */
+static bool
+IntervalIsZero(const Interval *span)
+{
+	return span->month == 0 && span->day == 0 && span->time == 0;
+}
+
 /* base + span, with PostgreSQL's own calendar arithmetic and range checks. */
 TimestampTz
 QueueTimeAfter(TimestampTz base, Interval *span)
 {
 	/* no span (a push's default delay, the unshifted clock): base itself */
-	if (span->month == 0 && span->day == 0 && span->time == 0)
+	if (IntervalIsZero(span))
 		return base;
 	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 												   TimestampTzGetDatum(base),
@@ -93,7 +100,7 @@ QueueTimeAfter(TimestampTz base, Interval *span)
 bool
 QueueClockShifted(void)
 {
-	return clock_offset.month != 0 || clock_offset.day != 0 || clock_offset.time != 0;
+	return !IntervalIsZero(&clock_offset);
 }
 
 /* The queue's clock at the wall-clock time "wall": wall plus the offset. */

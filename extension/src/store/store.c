@@ -11,7 +11,6 @@
 #include "store/store.h"
 
 #include "catalog/pg_trigger.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 /* The extension's own trigger on queue_jobs' partitions (AFTER DELETE, flow/flow.c). */
@@ -41,7 +40,7 @@ PartitionWritableDirectly(const JqCall *call, Relation rel, CmdType event)
 			: event == CMD_UPDATE ? TRIGGER_FOR_UPDATE(type) : TRIGGER_FOR_DELETE(type);
 
 		if (fires && !(strcmp(trigger->tgname, EXTENSION_DELETE_TRIGGER) == 0 &&
-					   get_func_namespace(trigger->tgfoid) == call->schema))
+					   FunctionSchema(trigger->tgfoid) == call->schema))
 			return false;
 	}
 	return true;
